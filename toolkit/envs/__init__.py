@@ -1,0 +1,1 @@
+"""MCP environments: the seeded world, domain MCP servers, per-episode isolation, transports."""

@@ -1,0 +1,1 @@
+"""Evaluation suites, metrics with confidence intervals, plots, trajectory viewer."""

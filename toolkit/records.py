@@ -1,0 +1,184 @@
+"""The records that flow between the parts of the kit: tasks, rubric items, trajectories.
+
+Plain dataclasses that round-trip through JSON. Every module (envs, synth, rewards, agent, train,
+eval) speaks these; nothing else crosses a package boundary.
+
+Rubric check specs (``RubricItem.check``) are plain dicts with a ``type`` key. The types, and what
+the programmatic grader in ``toolkit.rewards`` does with them:
+
+- ``{"type": "tool_called", "tools": [names], "min_times": 1}``
+  passes when the trajectory has at least ``min_times`` successful calls to any of ``tools``
+  (alternatives are allowed: e.g. ``get_ticket`` or ``search_tickets``).
+- ``{"type": "tool_args", "tools": [names], "args": {key: value}, "normalize": {key: rule}}``
+  passes when some successful call to one of ``tools`` has every listed argument equal to the
+  value after normalisation (rules below; default ``"exact"``).
+- ``{"type": "answer", "value": v, "normalize": rule, "tolerance": 0.0}``
+  passes when the final answer contains ``v`` after normalisation.
+- ``{"type": "state", "collection": c, "key": k, "field": f | None, "value": v | None, "op": op}``
+  passes when the episode's state diff shows the change: ``op`` is ``"create"``, ``"update"`` or
+  ``"delete"``; with ``field``/``value`` the new record must hold that value.
+- ``{"type": "order", "first": [names], "then": [names]}``
+  passes when a successful call to ``first`` precedes a successful call to ``then``.
+- ``{"type": "no_tool_calls"}`` passes when the model made no tool calls (abstention tasks).
+- ``{"type": "no_state_change"}`` passes when the state diff is empty.
+- ``{"type": "clarification"}`` passes when the model asked the user for the missing information
+  (final answer is a question, no write calls made).
+
+Normalisation rules: ``"exact"``, ``"text"`` (case- and whitespace-insensitive), ``"number"``
+(parse numbers, compare within ``tolerance``, percentages as numbers), ``"date"`` (ISO date, any
+common format), ``"name"`` (case-insensitive, punctuation-insensitive, either order of names).
+
+State diffs: a world state is ``{collection: {key: record_dict}}``; a diff is
+``{"collection/key": {"before": record | None, "after": record | None}}`` for every record that
+differs (created: before None; deleted: after None).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any, Literal
+
+RUBRIC_CATEGORIES = ("tool_selection", "query_construction", "multi_step_planning", "answer_correctness")
+STOP_REASONS = ("finish", "no_tool_call", "max_turns", "length", "error")
+FINISH_TOOL = "finish"  # the loop's own tool: finish(answer: str) ends the episode explicitly
+
+Category = Literal["tool_selection", "query_construction", "multi_step_planning", "answer_correctness"]
+StopReason = Literal["finish", "no_tool_call", "max_turns", "length", "error"]
+
+
+class RecordError(ValueError):
+    """A record file or dict that does not match the schema; the message names file and line."""
+
+
+@dataclass
+class RubricItem:
+    id: str
+    text: str
+    category: Category
+    essential: bool = True
+    check: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class GoldCall:
+    """One step of a gold trajectory. ``depends_on`` lists indices of earlier steps whose outputs
+    this step consumes; ``turn`` is the user turn it belongs to (multi-turn tasks such as BFCL)."""
+
+    name: str
+    arguments: dict[str, Any]
+    depends_on: list[int] = field(default_factory=list)
+    turn: int = 0
+
+
+@dataclass
+class Task:
+    id: str
+    split: str  # "train" | "eval"
+    prompt: str  # the first user message
+    servers: list[str]  # enabled servers (needed + distractors)
+    tools: list[str]  # enabled tool names (needed + distractors), unique within the episode
+    seed: int  # world seed
+    gold: list[GoldCall] = field(default_factory=list)
+    answers: dict[str, Any] = field(default_factory=dict)  # expected answer values computed from state
+    rubric: list[RubricItem] = field(default_factory=list)
+    # Later user turns (multi-turn tasks, e.g. BFCL): sent one at a time after each final answer.
+    followups: list[str] = field(default_factory=list)
+    # kind, template, chain_length, and per-source extras (e.g. metadata["bfcl"] = {id, initial_config,
+    # involved_classes, missed_function: {turn: [names]}} for tools that appear only at a later turn).
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Task:
+        d = dict(d)
+        d["gold"] = [GoldCall(**g) for g in d.get("gold", [])]
+        d["rubric"] = [RubricItem(**r) for r in d.get("rubric", [])]
+        return cls(**_known(cls, d))
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class CallRecord:
+    """One tool call the model made, as executed (or refused) by the loop."""
+
+    name: str
+    args: dict[str, Any] | None  # None when the arguments could not be parsed
+    ok: bool
+    error: str | None = None  # error kind + message: unknown_tool, bad_json, schema, tool_error, timeout
+    result: str | None = None  # tool output as shown to the model (after truncation)
+    latency: float = 0.0
+    turn: int = 0  # user turn index
+    step: int = 0  # model generation index within the episode
+
+
+@dataclass
+class Trajectory:
+    task_id: str
+    messages: list[dict[str, Any]]  # OpenAI chat format with tool_calls / tool messages
+    calls: list[CallRecord] = field(default_factory=list)
+    final_answer: str = ""
+    stop_reason: StopReason = "no_tool_call"
+    # Training view (token-exact): prompt ids, then completion ids of everything after the prompt;
+    # completion_mask: 1 = token sampled by the model, 0 = tool / environment / template token.
+    prompt_ids: list[int] = field(default_factory=list)
+    completion_ids: list[int] = field(default_factory=list)
+    completion_mask: list[int] = field(default_factory=list)
+    logprobs: list[float] = field(default_factory=list)  # per completion token; 0.0 on env tokens
+    state_diff: dict[str, Any] = field(default_factory=dict)
+    turn_answers: list[str] = field(default_factory=list)  # final answer of each user turn
+    n_parse_errors: int = 0
+    metadata: dict[str, Any] = field(default_factory=dict)  # policy, timings, token counts
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Trajectory:
+        d = dict(d)
+        d["calls"] = [CallRecord(**c) for c in d.get("calls", [])]
+        return cls(**_known(cls, d))
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _known(cls: type, d: dict[str, Any]) -> dict[str, Any]:
+    names = {f.name for f in fields(cls)}
+    unknown = set(d) - names
+    if unknown:
+        raise RecordError(f"unknown field(s) for {cls.__name__}: {sorted(unknown)}")
+    return d
+
+
+def read_jsonl(path: str | Path, kind: type[Task] | type[Trajectory]) -> list[Any]:
+    """Read a JSONL file of tasks or trajectories; a bad line raises RecordError naming file and line."""
+    return list(iter_jsonl(path, kind))
+
+
+def iter_jsonl(path: str | Path, kind: type[Task] | type[Trajectory]) -> Iterator[Any]:
+    path = Path(path)
+    with path.open("rb") as fh:
+        for lineno, raw in enumerate(fh, start=1):
+            if not raw.strip():
+                continue
+            try:
+                obj = json.loads(raw.decode("utf-8"))
+                if not isinstance(obj, dict):
+                    raise TypeError(f"expected a JSON object, got {type(obj).__name__}")
+                yield kind.from_dict(obj)
+            except (ValueError, TypeError, KeyError) as exc:
+                raise RecordError(f"{path}:{lineno}: not a valid {kind.__name__} record: {exc}") from exc
+
+
+def write_jsonl(path: str | Path, records: Iterable[Task | Trajectory | dict[str, Any]]) -> int:
+    """Write records as JSONL (sorted keys, so the same records give byte-identical files)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    n = 0
+    with path.open("w", encoding="utf-8") as fh:
+        for rec in records:
+            d = rec if isinstance(rec, dict) else rec.to_dict()
+            fh.write(json.dumps(d, sort_keys=True, ensure_ascii=False) + "\n")
+            n += 1
+    return n

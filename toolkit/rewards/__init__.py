@@ -1,0 +1,1 @@
+"""Rewards: pure functions of (task, trajectory) -> score + breakdown, usable as TRL reward_funcs."""

@@ -1,0 +1,1 @@
+"""Task and rubric synthesis grounded in live server state, validated by replay."""

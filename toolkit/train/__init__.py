@@ -1,0 +1,1 @@
+"""Model loading (embedded default), SFT warm start, GRPO through TRL, recipes."""
