@@ -143,6 +143,15 @@ class Trajectory:
         return asdict(self)
 
 
+@dataclass
+class RewardResult:
+    """What every reward returns: a score in the reward's documented range plus named components."""
+
+    score: float
+    breakdown: dict[str, float] = field(default_factory=dict)
+    details: dict[str, Any] = field(default_factory=dict)  # per-item verdicts, ungraded counts, notes
+
+
 def _known(cls: type, d: dict[str, Any]) -> dict[str, Any]:
     names = {f.name for f in fields(cls)}
     unknown = set(d) - names
