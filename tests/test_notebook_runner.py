@@ -1,0 +1,49 @@
+"""The papermill runner: parameters are injected, outputs go to the build folder, and a failing cell
+is reported with the notebook and the cell named."""
+
+from __future__ import annotations
+
+import nbformat
+import pytest
+
+from toolkit import notebooks
+
+
+def _write(path, cells):
+    nb = nbformat.v4.new_notebook()
+    params = nbformat.v4.new_code_cell("SMOKE = False\nOUT_DIR = 'unset'")
+    params.metadata["tags"] = ["parameters"]
+    nb.cells = [params] + [nbformat.v4.new_code_cell(c) for c in cells]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, str(path))
+
+
+def test_find_notebooks_orders_and_filters(tmp_path):
+    for name in ["02_b.ipynb", "01_a.ipynb", "scratch.ipynb", "10_c.ipynb"]:
+        _write(tmp_path / name, [])
+    assert [p.name for p in notebooks.find_notebooks(tmp_path)] == ["01_a.ipynb", "02_b.ipynb", "10_c.ipynb"]
+    assert [p.name for p in notebooks.find_notebooks(tmp_path, only=["02"])] == ["02_b.ipynb"]
+
+
+@pytest.mark.integration
+def test_runner_injects_parameters_and_names_failing_cell(tmp_path):
+    src = tmp_path / "src"
+    src.mkdir()
+    _write(
+        src / "01_ok.ipynb", ["from pathlib import Path\nPath(OUT_DIR, 'smoke.txt').write_text(str(SMOKE))"]
+    )
+    _write(src / "02_bad.ipynb", ["x = 1", "raise ValueError('boom in cell')"])
+    out = tmp_path / "build"
+
+    run = notebooks.run_notebook(src / "01_ok.ipynb", out, smoke=True)
+    assert (out / "01_ok" / "smoke.txt").read_text() == "True"
+    assert run.output == out / "01_ok.ipynb" and run.output.exists()
+    assert (src / "01_ok.ipynb").read_text().count("outputs") == nbformat.read(
+        str(src / "01_ok.ipynb"), as_version=4
+    ).cells.__len__(), "the source notebook must not be overwritten with outputs"
+
+    with pytest.raises(notebooks.NotebookError) as err:
+        notebooks.run_notebook(src / "02_bad.ipynb", out, smoke=True)
+    msg = str(err.value)
+    assert "02_bad.ipynb" in msg and "ValueError" in msg and "boom in cell" in msg
+    assert "cell 2 failed" in msg and "raise ValueError" in msg  # index and first line in the source
