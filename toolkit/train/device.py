@@ -1,0 +1,86 @@
+"""Pick the training backend for this machine without importing anything heavy.
+
+- ``"gpu"``: a CUDA GPU and the ``gpu`` extra (unsloth + vllm) installed -> Unsloth FastLanguageModel
+  with vLLM generation (``toolkit.train.unsloth_backend``).
+- ``"cpu"``: everything else -> plain transformers + PEFT (also used on a GPU without the extra).
+
+Only ``importlib.util.find_spec`` is used to look for unsloth / vllm, so ``import toolkit`` and
+``detect_backend()`` never import them (importing unsloth patches transformers globally).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import dataclass
+from typing import Literal
+
+Backend = Literal["gpu", "cpu"]
+GPU_PACKAGES = ("unsloth", "vllm")
+GPU_HELP = (
+    "the GPU path (Unsloth + vLLM) needs a CUDA GPU and the `gpu` extra "
+    "(pip install 'mcp-rl-kit[gpu]'); {why}. Use --backend cpu (transformers + PEFT) instead."
+)
+
+
+class BackendUnavailable(RuntimeError):
+    """The requested backend cannot run on this machine; the message says why and what to do."""
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    cuda: bool  # torch sees a CUDA device
+    gpu_name: str | None
+    missing_gpu_packages: tuple[str, ...]  # of GPU_PACKAGES, the ones not installed
+
+    @property
+    def gpu_ready(self) -> bool:
+        return self.cuda and not self.missing_gpu_packages
+
+
+def _cuda_available() -> tuple[bool, str | None]:
+    try:
+        import torch
+    except ImportError:
+        return False, None
+    if not torch.cuda.is_available():
+        return False, None
+    return True, torch.cuda.get_device_name(0)
+
+
+def probe() -> DeviceInfo:
+    """What this machine has (CUDA device, GPU packages), found without importing unsloth/vllm."""
+    cuda, name = _cuda_available()
+    missing = tuple(p for p in GPU_PACKAGES if importlib.util.find_spec(p) is None)
+    return DeviceInfo(cuda=cuda, gpu_name=name, missing_gpu_packages=missing)
+
+
+def detect_backend(requested: str = "auto", info: DeviceInfo | None = None) -> Backend:
+    """Resolve ``"auto" | "gpu" | "cpu"`` to the backend to use.
+
+    ``auto`` picks ``gpu`` only when it can run; asking for ``gpu`` where it cannot raises
+    ``BackendUnavailable`` with one message naming the missing piece.
+    """
+    if requested not in ("auto", "gpu", "cpu"):
+        raise ValueError(f"backend must be auto, gpu or cpu, not {requested!r}")
+    info = info or probe()
+    if requested == "cpu":
+        return "cpu"
+    if requested == "auto":
+        return "gpu" if info.gpu_ready else "cpu"
+    if not info.cuda:
+        raise BackendUnavailable(GPU_HELP.format(why="no CUDA GPU is visible to torch"))
+    if info.missing_gpu_packages:
+        raise BackendUnavailable(
+            GPU_HELP.format(why=f"not installed: {', '.join(info.missing_gpu_packages)}")
+        )
+    return "gpu"
+
+
+def describe(info: DeviceInfo | None = None) -> str:
+    """One line for logs: which backend and why."""
+    info = info or probe()
+    if info.gpu_ready:
+        return f"gpu: {info.gpu_name} with unsloth + vllm"
+    if info.cuda:
+        return f"cpu backend on {info.gpu_name} (transformers + PEFT; missing {', '.join(info.missing_gpu_packages)})"
+    return "cpu: transformers + PEFT (no CUDA GPU)"

