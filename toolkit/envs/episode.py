@@ -1,0 +1,163 @@
+"""One isolated episode: a world state, MCP client sessions to the enabled servers, a Toolbox over them.
+
+Every call goes through an MCP ``Client`` session (the SDK's in-process transport for the kit's own
+servers, stdio or streamable HTTP for external ones), never through the Python functions directly.
+Tool-level problems (unknown tool, bad arguments, MCP tool errors, timeouts, a dead server) come back
+as ``ToolResult(ok=False, text=...)`` so the agent loop can show them to the model and go on.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import logging
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from typing import TYPE_CHECKING, Any, Literal
+
+import anyio
+from mcp import Client
+
+from toolkit.envs import registry
+from toolkit.envs.state import WorldState, base_world
+from toolkit.toolbox import ToolResult, ToolSpec
+
+if TYPE_CHECKING:
+    from toolkit.envs.external import ExternalServer
+    from toolkit.records import Task
+
+Transport = Literal["inprocess", "jsonrpc"]
+DEFAULT_TIMEOUT = 30.0
+
+# The SDK logs every tool error at INFO; the model sees them as results, so keep the console quiet.
+logging.getLogger("mcp.server.mcpserver.server").setLevel(logging.WARNING)
+
+
+def _result_text(result: Any) -> str:
+    parts = [c.text for c in result.content if getattr(c, "type", None) == "text"]
+    if not parts and result.structured_content is not None:
+        return json.dumps(result.structured_content, ensure_ascii=False)
+    return "\n".join(parts)
+
+
+class Episode:
+    """The Toolbox of one episode (see ``toolkit.toolbox.Toolbox``)."""
+
+    def __init__(self, state: WorldState | None, allowed: set[str] | None, timeout: float):
+        self.state = state
+        self.timeout = timeout
+        self._allowed = allowed
+        self._clients: dict[str, Client] = {}
+        self._route: dict[str, str] = {}  # tool name -> server name
+        self._specs: list[ToolSpec] = []
+        self._stack = AsyncExitStack()
+
+    async def _connect(self, name: str, client: Client) -> None:
+        """Enter a client session and list its tools through the protocol (with the timeout)."""
+        # Entering the client opens task groups that outlive this call, so it cannot sit inside a
+        # cancel scope; the client's own read timeout bounds its handshake instead.
+        await self._stack.enter_async_context(client)
+        with anyio.fail_after(self.timeout):
+            listed, cursor = [], None
+            while True:
+                page = await client.list_tools(cursor=cursor)
+                listed.extend(page.tools)
+                cursor = page.next_cursor
+                if not cursor:
+                    break
+        self._clients[name] = client
+        for t in listed:
+            if self._allowed is not None and t.name not in self._allowed:
+                continue
+            if t.name in self._route:
+                raise ValueError(
+                    f"tool name collision: '{t.name}' is on servers '{self._route[t.name]}' and '{name}'"
+                )
+            self._route[t.name] = name
+            ann = t.annotations.model_dump(by_alias=True, exclude_none=True) if t.annotations else {}
+            self._specs.append(ToolSpec(t.name, t.description or "", t.input_schema, name, ann))
+
+    async def list_tools(self) -> list[ToolSpec]:
+        return list(self._specs)
+
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> ToolResult:
+        server = self._route.get(name)
+        if server is None:
+            close = difflib.get_close_matches(name, list(self._route), n=3)
+            hint = f" Did you mean: {', '.join(close)}?" if close else ""
+            return ToolResult(
+                False, f"Unknown tool '{name}'.{hint} Available tools: {', '.join(sorted(self._route))}"
+            )
+        if not isinstance(arguments, dict):
+            return ToolResult(
+                False, f"Arguments for '{name}' must be a JSON object, got {type(arguments).__name__}."
+            )
+        try:
+            with anyio.fail_after(self.timeout):
+                result = await self._clients[server].call_tool(name, arguments)
+        except TimeoutError:
+            return ToolResult(
+                False, f"timeout: '{name}' on server '{server}' did not answer within {self.timeout:g} s"
+            )
+        except Exception as exc:  # protocol errors, a dead server: the episode goes on
+            return ToolResult(
+                False, f"Error calling '{name}' on server '{server}': {type(exc).__name__}: {exc}"
+            )
+        return ToolResult(not result.is_error, _result_text(result), result.structured_content)
+
+    def state_diff(self) -> dict[str, Any]:
+        return self.state.diff() if self.state is not None else {}
+
+    async def aclose(self) -> None:
+        await self._stack.aclose()
+
+
+@asynccontextmanager
+async def open_episode(
+    task: Task | None = None,
+    *,
+    servers: list[str] | None = None,
+    seed: int | None = None,
+    state: dict | WorldState | None = None,
+    transport: Transport = "inprocess",
+    external: list[ExternalServer] | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> AsyncIterator[Episode]:
+    """Open one isolated episode and yield its Toolbox.
+
+    Args:
+        task: if given, its servers, seed and tools (only ``task.tools`` are exposed).
+        servers: servers to enable (default: the task's, else every domain server).
+        seed: world seed (default: the task's, else 0). Ignored when ``state`` is given.
+        state: start from this world snapshot (a ``{collection: {key: record}}`` dict; never mutated).
+        transport: "inprocess" (the SDK's direct in-memory dispatcher, the fast path) or "jsonrpc"
+            (in-memory streams with full JSON-RPC framing and the initialize handshake).
+        external: external MCP servers (stdio command or URL) to add to the episode.
+        timeout: seconds allowed for every connect, list and call.
+    """
+    names = (
+        servers
+        if servers is not None
+        else (list(task.servers) if task is not None else list(registry.DOMAIN_SERVERS))
+    )
+    if seed is None:
+        seed = task.seed if task is not None else 0
+    world = (
+        state
+        if isinstance(state, WorldState)
+        else WorldState(state if state is not None else base_world(seed))
+    )
+    allowed = set(task.tools) if task is not None else None
+    episode = Episode(world, allowed, timeout)
+    mode = "legacy" if transport == "jsonrpc" else "auto"
+    try:
+        for name in names:
+            if name in [e.name for e in external or []]:
+                continue
+            server = registry.build_server(name, world, task)
+            await episode._connect(name, Client(server, mode=mode, cache=None, read_timeout_seconds=timeout))
+        for ext in external or []:
+            await episode._connect(ext.name, ext.client(timeout))
+        yield episode
+    finally:
+        await episode.aclose()
