@@ -1,0 +1,126 @@
+"""`mcp-rl synth`: generate validated tasks, or print the tool dependency graph.
+
+mcp-rl synth --n 2000 --n-eval 300 --seed 0 --out data/tasks      tasks + summary
+mcp-rl synth --preset cpu --n 200 --seed 1 --out runs/tasks-cpu   short tasks for the CPU demo
+mcp-rl synth graph [--server helpdesk] [--json]                   the dependency graph
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "synth",
+        help="synthesise tasks with rubrics, validated by replay (or: synth graph)",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("action", nargs="?", choices=["generate", "graph"], default="generate")
+    p.add_argument("--n", type=int, default=200, help="number of train tasks (default 200)")
+    p.add_argument("--n-eval", type=int, default=None, help="number of eval tasks (default 15%% of --n)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--out", type=Path, default=None, help="output folder: train.jsonl, eval.jsonl, summary.json"
+    )
+    p.add_argument("--preset", default="default", help="difficulty preset: cpu | default | hard")
+    p.add_argument("--min-calls", type=int, default=None, help="shortest gold chain")
+    p.add_argument("--max-calls", type=int, default=None, help="longest gold chain")
+    p.add_argument("--min-distractors", type=int, default=None)
+    p.add_argument("--max-distractors", type=int, default=None)
+    p.add_argument("--short-share", type=float, default=None, help="share of tasks with 1-2 calls")
+    p.add_argument("--n-worlds", type=int, default=None, help="world seeds per split")
+    p.add_argument("--no-validate", action="store_true", help="skip replay validation (debugging only)")
+    p.add_argument(
+        "--paraphrase-model", default=None, help="paraphrase prompts with this model (off by default)"
+    )
+    p.add_argument(
+        "--paraphrase-base-url", default=None, help="OpenAI-compatible endpoint for --paraphrase-model"
+    )
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--server", default=None, help="graph: only this server's tools")
+    p.add_argument("--json", action="store_true", help="graph: print JSON")
+    p.set_defaults(func=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    if args.action == "graph":
+        return _graph(args)
+    return _generate(args)
+
+
+def _graph(args: argparse.Namespace) -> int:
+    from toolkit.synth.library import library_graph
+
+    graph = library_graph()
+    if args.json:
+        print(json.dumps(graph.to_dict(), indent=1, sort_keys=True))
+    else:
+        print(graph.format_text(server=args.server))
+    return 0
+
+
+def _generate(args: argparse.Namespace) -> int:
+    from toolkit.records import write_jsonl
+    from toolkit.synth.config import make_config
+    from toolkit.synth.generate import generate
+
+    if args.out is None:
+        print("mcp-rl synth: --out DIR is required", file=sys.stderr)
+        return 2
+    n_eval = args.n_eval if args.n_eval is not None else max(1, round(args.n * 0.15))
+    config = make_config(
+        args.preset,
+        n_train=args.n,
+        n_eval=n_eval,
+        seed=args.seed,
+        min_calls=args.min_calls,
+        max_calls=args.max_calls,
+        min_distractors=args.min_distractors,
+        max_distractors=args.max_distractors,
+        short_share=args.short_share,
+        n_worlds=args.n_worlds,
+        validate=not args.no_validate,
+        paraphrase_model=args.paraphrase_model,
+        paraphrase_base_url=args.paraphrase_base_url,
+    )
+    result = generate(config, progress=not args.no_progress and sys.stderr.isatty())
+    out: Path = args.out
+    write_jsonl(out / "train.jsonl", result.train)
+    write_jsonl(out / "eval.jsonl", result.eval)
+    (out / "summary.json").write_text(json.dumps(result.summary, indent=1, sort_keys=True) + "\n")
+    print(format_summary(result.summary, result.timings))
+    print(
+        f"wrote {out}/train.jsonl ({len(result.train)}), {out}/eval.jsonl ({len(result.eval)}), {out}/summary.json"
+    )
+    return 0
+
+
+def format_summary(summary: dict[str, Any], timings: dict[str, float] | None = None) -> str:
+    """The summary as a short text report: one block per split."""
+    lines = []
+    for split, s in summary["splits"].items():
+        secs = f" in {timings[split]:.1f}s" if timings and split in timings else ""
+        lines.append(f"{split}: {s['tasks']} tasks (target {s['target']}){secs}, {s['templates']} templates")
+        for key in (
+            "by_kind",
+            "by_chain_length",
+            "by_server",
+            "rubric_items_by_category",
+            "held_out",
+            "drops",
+        ):
+            if s.get(key):
+                lines.append(
+                    f"  {key.replace('_', ' ')}: " + ", ".join(f"{k} {v}" for k, v in s[key].items())
+                )
+        lines.append(
+            f"  mean tools enabled {s['mean_tools_enabled']}, mean prompt {s['mean_prompt_chars']} chars, "
+            f"essential share {s['essential_share']}"
+        )
+    return "\n".join(lines)

@@ -1,0 +1,98 @@
+"""Generator settings as plain data, with difficulty presets.
+
+The CPU demo trains a 135M model on 2 cores, so the "cpu" preset keeps tasks short (1-2 calls, few
+distractor tools, short prompts); "default" spans chains of 1 to 5+ calls with 3-8 distractors, the
+range PROVE samples (chains of 2-5 calls, 3-8 distractor tools).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+# Task kinds the generator emits, with their default sampling weights.
+KINDS = ("lookup", "aggregate", "write", "multi_part", "chain", "clarify", "abstain")
+
+
+@dataclass(frozen=True)
+class SynthConfig:
+    """Everything that decides what `generate` produces; same config -> byte-identical output."""
+
+    n_train: int = 200
+    n_eval: int = 30
+    seed: int = 0
+    # World seeds tasks are grounded in: seed * 1000 + 0 .. n_worlds-1 (each task names its own).
+    n_worlds: int = 4
+    # Gold chain length (number of tool calls), inclusive. Templates outside the range are skipped.
+    min_calls: int = 1
+    max_calls: int = 6
+    # Distractor tools added beside the needed ones (inclusive range), and the share taken from the
+    # needed servers themselves (hard distractors: same domain, wrong tool).
+    min_distractors: int = 3
+    max_distractors: int = 8
+    same_server_distractor_share: float = 0.5
+    # Share of tasks forced to be short (1-2 calls): cheap episodes a small model can learn from.
+    short_share: float = 0.5
+    # Relative sampling weight of each task kind (missing kinds get 0).
+    kind_weights: dict[str, float] = field(
+        default_factory=lambda: {
+            "lookup": 3.0,
+            "aggregate": 2.0,
+            "write": 2.0,
+            "multi_part": 1.0,
+            "chain": 2.0,
+            "clarify": 0.5,
+            "abstain": 0.5,
+        }
+    )
+    # Near-duplicate removal: prompts within a template whose word-trigram Jaccard similarity is at
+    # least this are dropped (exact duplicates of the gold calls are always dropped).
+    near_duplicate_jaccard: float = 0.9
+    # Replay each gold trajectory on a fresh world and drop failures (never turn off for data you keep).
+    validate: bool = True
+    # Optional paraphrase through an OpenAI-compatible endpoint (off unless a model is named).
+    paraphrase_model: str | None = None
+    paraphrase_base_url: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+# Difficulty presets: overrides applied on top of SynthConfig defaults.
+PRESETS: dict[str, dict[str, Any]] = {
+    # Short episodes for a small model on a CPU: 1-2 calls, 1-3 distractors, mostly lookups and writes.
+    "cpu": {
+        "min_calls": 1,
+        "max_calls": 2,
+        "min_distractors": 1,
+        "max_distractors": 3,
+        "short_share": 1.0,
+        "kind_weights": {
+            "lookup": 4.0,
+            "aggregate": 1.0,
+            "write": 2.0,
+            "chain": 1.0,
+            "clarify": 0.5,
+            "abstain": 0.5,
+        },
+    },
+    "default": {},
+    # Longer chains only, many distractors: the hard end of the range.
+    "hard": {"min_calls": 3, "max_calls": 8, "min_distractors": 5, "max_distractors": 8, "short_share": 0.0},
+}
+
+
+def make_config(preset: str = "default", **overrides: Any) -> SynthConfig:
+    """A SynthConfig from a named preset plus explicit overrides (None values are ignored)."""
+    if preset not in PRESETS:
+        raise ValueError(f"unknown synth preset {preset!r}; choose from {sorted(PRESETS)}")
+    values = {**PRESETS[preset], **{k: v for k, v in overrides.items() if v is not None}}
+    config = replace(SynthConfig(), **values)
+    if not 1 <= config.min_calls <= config.max_calls:
+        raise ValueError(f"need 1 <= min_calls <= max_calls, got {config.min_calls}..{config.max_calls}")
+    if not 0 <= config.min_distractors <= config.max_distractors:
+        raise ValueError("need 0 <= min_distractors <= max_distractors")
+    unknown = set(config.kind_weights) - set(KINDS)
+    if unknown:
+        raise ValueError(f"unknown task kind(s) {sorted(unknown)}; kinds are {KINDS}")
+    return config

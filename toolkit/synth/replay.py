@@ -1,0 +1,160 @@
+"""Replay validation: run each gold trajectory through MCP on a fresh world and check it.
+
+A draft survives when every gold call succeeds, the answers recomputed from the replayed tool
+outputs equal the answers computed from the world state, the state diff shows every expected change,
+and read-only tasks leave the state untouched. Failures are dropped and counted by reason (PROVE
+replays its synthesised trajectories on a fresh environment the same way, reference 002).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass, field
+from typing import Any
+
+from toolkit.records import Task
+from toolkit.toolbox import Toolbox, ToolResult
+
+OpenEpisode = Callable[[Task], AbstractAsyncContextManager[Toolbox]]
+
+
+@dataclass
+class ReplayOutcome:
+    ok: bool
+    reason: str = ""  # empty when ok; "call_failed", "answer_mismatch", "state_missing", ...
+    detail: str = ""
+    results: list[ToolResult] = field(default_factory=list)
+    state_diff: dict[str, Any] = field(default_factory=dict)
+
+
+def values_match(expected: Any, got: Any, tolerance: float = 1e-6) -> bool:
+    """Equality that forgives float rounding and int/float mixes (answers go through JSON)."""
+    if isinstance(expected, bool) or isinstance(got, bool):
+        return expected == got
+    if isinstance(expected, int | float) and isinstance(got, int | float):
+        return math.isclose(float(expected), float(got), rel_tol=0, abs_tol=max(tolerance, 1e-9))
+    if isinstance(expected, list) and isinstance(got, list):
+        return len(expected) == len(got) and all(
+            values_match(a, b, tolerance) for a, b in zip(expected, got, strict=True)
+        )
+    if isinstance(expected, dict) and isinstance(got, dict):
+        return expected.keys() == got.keys() and all(
+            values_match(expected[k], got[k], tolerance) for k in expected
+        )
+    return expected == got
+
+
+def state_check_passes(check: dict[str, Any], diff: dict[str, Any]) -> bool:
+    """The ``state`` / ``no_state_change`` check specs of toolkit.records, applied to a state diff."""
+    if check.get("type") == "no_state_change":
+        return not diff
+    if check.get("type") != "state":
+        raise ValueError(f"not a state check: {check}")
+    entry = diff.get(f"{check['collection']}/{check['key']}")
+    if entry is None:
+        return False
+    before, after = entry.get("before"), entry.get("after")
+    op = check.get("op", "update")
+    if op == "create" and not (before is None and after is not None):
+        return False
+    if op == "update" and (before is None or after is None):
+        return False
+    if op == "delete":
+        return after is None and before is not None
+    if check.get("field") is not None:
+        return isinstance(after, dict) and values_match(check.get("value"), after.get(check["field"]))
+    return True
+
+
+async def replay_task(
+    task: Task,
+    toolbox: Toolbox,
+    recompute: Callable[[list[ToolResult]], dict[str, Any]] | None = None,
+) -> ReplayOutcome:
+    """Replay ``task.gold`` on ``toolbox`` (a fresh episode) and check calls, answers and state."""
+    results: list[ToolResult] = []
+    for i, call in enumerate(task.gold):
+        try:
+            res = await toolbox.call_tool(call.name, call.arguments)
+        except Exception as exc:  # a transport or server crash is a failed replay, not a crash here
+            return ReplayOutcome(
+                False, "call_raised", f"step {i} {call.name}: {type(exc).__name__}: {exc}", results
+            )
+        results.append(res)
+        if not res.ok:
+            return ReplayOutcome(False, "call_failed", f"step {i} {call.name}: {res.text[:200]}", results)
+    diff = toolbox.state_diff()
+    if recompute is not None:
+        try:
+            got = recompute(results)
+        except Exception as exc:
+            return ReplayOutcome(False, "recompute_error", f"{type(exc).__name__}: {exc}", results, diff)
+        for key, expected in task.answers.items():
+            if key not in got or not values_match(expected, got[key]):
+                detail = f"{key}: state says {expected!r}, replay says {got.get(key)!r}"
+                return ReplayOutcome(False, "answer_mismatch", detail, results, diff)
+    for item in task.rubric:
+        if item.check.get("type") in ("state", "no_state_change") and item.essential:
+            if not state_check_passes(item.check, diff):
+                return ReplayOutcome(False, "state_mismatch", f"{item.id}: {item.text}", results, diff)
+    read_only = all(i.check.get("type") != "state" for i in task.rubric)
+    if read_only and diff:
+        return ReplayOutcome(
+            False, "unexpected_write", f"read-only task changed {sorted(diff)[:3]}", results, diff
+        )
+    return ReplayOutcome(True, results=results, state_diff=diff)
+
+
+async def validate_tasks(
+    tasks: Sequence[Task],
+    open_episode: OpenEpisode,
+    recomputes: Sequence[Callable[[list[ToolResult]], dict[str, Any]] | None] | None = None,
+    concurrency: int = 16,
+    on_done: Callable[[int], None] | None = None,
+) -> tuple[list[bool], Counter[str], dict[int, str]]:
+    """Replay every task, each in its own fresh episode, ``concurrency`` at a time.
+
+    Returns (kept flag per task, drop counts by reason, failure detail per dropped index). The order
+    of results follows ``tasks``, so the outcome is deterministic whatever the scheduling.
+    """
+    sem = asyncio.Semaphore(max(1, concurrency))
+    recomputes = list(recomputes) if recomputes is not None else [None] * len(tasks)
+
+    async def one(i: int) -> ReplayOutcome:
+        async with sem:
+            try:
+                async with open_episode(tasks[i]) as toolbox:
+                    out = await replay_task(tasks[i], toolbox, recomputes[i])
+            except Exception as exc:
+                out = ReplayOutcome(False, "episode_error", f"{type(exc).__name__}: {exc}")
+            if on_done:
+                on_done(1)
+            return out
+
+    outcomes = await asyncio.gather(*(one(i) for i in range(len(tasks))))
+    drops: Counter[str] = Counter(o.reason for o in outcomes if not o.ok)
+    details = {i: f"{o.reason}: {o.detail}" for i, o in enumerate(outcomes) if not o.ok}
+    return [o.ok for o in outcomes], drops, details
+
+
+def validate_tasks_sync(
+    tasks: Iterable[Task], open_episode: OpenEpisode, **kw: Any
+) -> tuple[list[bool], Counter[str], dict[int, str]]:
+    """``validate_tasks`` from synchronous code, inside a running event loop (Jupyter) or not."""
+    return run_sync(validate_tasks(list(tasks), open_episode, **kw))
+
+
+def run_sync(coro: Any) -> Any:
+    """Run a coroutine to completion; in a thread when this thread already runs a loop (Jupyter)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    import concurrent.futures
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, coro).result()

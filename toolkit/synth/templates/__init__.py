@@ -1,0 +1,99 @@
+"""Task templates: each samples entities from the world and returns a Draft.
+
+A template is a plain function ``build(ctx) -> Draft`` registered with ``@template(...)``. It reads the
+world (``ctx.world``), samples with ``ctx.rng`` only (so the same seed gives the same tasks), words the
+prompt with ``ctx.say`` (which picks one of several phrasings, held-out ones for the eval split), and
+raises ``Skip`` when the world has nothing suitable. Domain modules in this package add templates;
+importing the package imports them all.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from toolkit.synth.base import Draft, dress, pick
+
+World = dict[str, dict[str, dict[str, Any]]]
+
+
+class Skip(Exception):
+    """The world (or this sample of it) cannot support the template; the generator tries another."""
+
+
+@dataclass
+class Ctx:
+    """What a template sees: the world, the random stream, and which split it is writing for."""
+
+    world: World
+    rng: random.Random
+    split: str = "train"
+    world_seed: int = 0
+    phrasing: str = ""
+    # Set by the generator: the tool-spec names that exist (templates skip tools the envs lack).
+    tools: frozenset[str] = field(default_factory=frozenset)
+
+    def say(self, train: Sequence[str], held_out: Sequence[str] = (), **fields: Any) -> str:
+        """Pick a phrasing (a held-out one when writing eval tasks and the template has some), fill it
+        with ``fields`` and dress it with a random opener and closer."""
+        if self.split == "eval" and held_out:
+            i = self.rng.randrange(len(held_out))
+            self.phrasing, text = f"e{i}", held_out[i]
+        else:
+            i = self.rng.randrange(len(train))
+            self.phrasing, text = f"t{i}", train[i]
+        return dress(self.rng, text.format(**fields))
+
+    def records(
+        self, collection: str, where: Callable[[dict[str, Any]], bool] | None = None
+    ) -> list[dict[str, Any]]:
+        """Records of a collection in key order, optionally filtered."""
+        coll = self.world.get(collection, {})
+        return [coll[k] for k in sorted(coll) if where is None or where(coll[k])]
+
+    def choose(self, options: Sequence[Any]) -> Any:
+        if not options:
+            raise Skip("nothing to sample")
+        return pick(self.rng, options)
+
+    def need(self, *tools: str) -> None:
+        """Skip unless every named tool exists in the environment library."""
+        missing = [t for t in tools if self.tools and t not in self.tools]
+        if missing:
+            raise Skip(f"tools not available: {missing}")
+
+
+@dataclass(frozen=True)
+class Template:
+    id: str
+    kind: str
+    servers: tuple[str, ...]
+    build: Callable[[Ctx], Draft]
+    calls: tuple[int, int] = (1, 1)  # range of gold chain lengths it produces
+    eval_only: bool = False  # held out: appears only in the eval split
+
+
+TEMPLATES: dict[str, Template] = {}
+
+
+def template(
+    id: str, kind: str, servers: Sequence[str], calls: tuple[int, int] = (1, 1), eval_only: bool = False
+) -> Callable[[Callable[[Ctx], Draft]], Callable[[Ctx], Draft]]:
+    """Register ``build`` as a template (ids must be unique)."""
+
+    def register(build: Callable[[Ctx], Draft]) -> Callable[[Ctx], Draft]:
+        if id in TEMPLATES:
+            raise ValueError(f"duplicate template id {id!r}")
+        TEMPLATES[id] = Template(id, kind, tuple(servers), build, calls, eval_only)
+        return build
+
+    return register
+
+
+def all_templates() -> dict[str, Template]:
+    """Every registered template (importing the domain modules registers them)."""
+    from toolkit.synth.templates import domains  # noqa: F401  (registers on import)
+
+    return dict(TEMPLATES)
