@@ -1,1 +1,17 @@
-"""Rewards: pure functions of (task, trajectory) -> score + breakdown, usable as TRL reward_funcs."""
+"""Rewards: pure functions of (task, trajectory) -> RewardResult(score, breakdown, details).
+
+``get_reward(name, **config)`` builds one by name (``list_rewards()``); ``combine`` weights several;
+``as_trl_reward_func`` adapts any of them to TRL's ``reward_funcs``. Ranges:
+
+- ``rubric`` / ``rubric-judge``: fraction of essential rubric items passed, [0, 1] (Scale).
+- ``atlas``: MCP-Atlas claim coverage (fulfilled 1 / partial 0.5 / not 0), [0, 1], with pass@0.50/0.75.
+- ``prove``: PROVE's programmatic reward, (-inf, 1] (negative only through the efficiency penalty).
+- ``graduated``: atomic validity + orchestration consistency, [0, 1].
+- ``toolrl``: format {0, 1} + correctness [-3, 3], [-3, 4].
+- ``bfcl``: BFCL multi-turn state + response check, {0, 1} (``toolkit.rewards.bfcl``, loaded lazily).
+"""
+
+from toolkit.rewards.base import Reward, combine, get_reward, list_rewards
+from toolkit.rewards.trl import as_trl_reward_func
+
+__all__ = ["Reward", "as_trl_reward_func", "combine", "get_reward", "list_rewards"]

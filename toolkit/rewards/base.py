@@ -1,0 +1,129 @@
+"""The reward interface, weighted composition and the name registry.
+
+A reward is a callable ``(task, trajectory) -> RewardResult`` with a ``name`` and a documented
+``range`` (lowest, highest score). ``batch`` scores many pairs at once (the LLM judge overrides it to
+run requests concurrently); everything else inherits the sequential default.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from toolkit.records import FINISH_TOOL, CallRecord, RewardResult, Task, Trajectory
+
+
+class Reward:
+    """Base class: subclasses set ``name`` and ``range`` and implement ``score``."""
+
+    name: str = "reward"
+    range: tuple[float, float] = (0.0, 1.0)
+
+    def score(self, task: Task, traj: Trajectory) -> RewardResult:
+        raise NotImplementedError
+
+    def __call__(self, task: Task, traj: Trajectory) -> RewardResult:
+        return self.score(task, traj)
+
+    def batch(self, tasks: Sequence[Task], trajs: Sequence[Trajectory]) -> list[RewardResult]:
+        """Score ``trajs[i]`` against ``tasks[i]`` for every i."""
+        if len(tasks) != len(trajs):
+            raise ValueError(f"{len(tasks)} tasks for {len(trajs)} trajectories")
+        return [self.score(t, tr) for t, tr in zip(tasks, trajs, strict=True)]
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name} range={self.range}>"
+
+
+class Combined(Reward):
+    """Weighted sum of rewards. ``breakdown`` keeps every component as ``"<name>"`` (its score) and
+    ``"<name>.<component>"``; ``details[name]`` holds each component's details."""
+
+    def __init__(self, parts: Sequence[tuple[Reward, float]], name: str | None = None):
+        if not parts:
+            raise ValueError("combine() needs at least one (reward, weight) pair")
+        names = [r.name for r, _ in parts]
+        if len(set(names)) != len(names):
+            raise ValueError(f"combine(): reward names must be unique, got {names}")
+        self.parts = [(r, float(w)) for r, w in parts]
+        self.name = name or "+".join(f"{w:g}*{r.name}" for r, w in self.parts)
+        lo = sum(w * (r.range[0] if w >= 0 else r.range[1]) for r, w in self.parts)
+        hi = sum(w * (r.range[1] if w >= 0 else r.range[0]) for r, w in self.parts)
+        self.range = (lo, hi)
+
+    def _merge(self, results: list[RewardResult]) -> RewardResult:
+        total, breakdown, details = 0.0, {}, {}
+        for (reward, weight), res in zip(self.parts, results, strict=True):
+            total += weight * res.score
+            breakdown[reward.name] = res.score
+            breakdown.update({f"{reward.name}.{k}": v for k, v in res.breakdown.items()})
+            details[reward.name] = res.details
+        return RewardResult(total, breakdown, details)
+
+    def score(self, task: Task, traj: Trajectory) -> RewardResult:
+        return self._merge([r(task, traj) for r, _ in self.parts])
+
+    def batch(self, tasks: Sequence[Task], trajs: Sequence[Trajectory]) -> list[RewardResult]:
+        per_part = [r.batch(tasks, trajs) for r, _ in self.parts]
+        return [self._merge(list(col)) for col in zip(*per_part, strict=True)]
+
+
+def combine(parts: Sequence[tuple[Reward, float]], name: str | None = None) -> Reward:
+    """A reward that is the weighted sum of ``parts`` (e.g. ``[(rubric, 0.7), (prove, 0.3)]``)."""
+    return Combined(parts, name)
+
+
+# name -> "module:Class"; imported lazily so that e.g. bfcl-eval is only loaded when asked for.
+REGISTRY: dict[str, str] = {
+    "rubric": "toolkit.rewards.rubric:RubricReward",
+    "rubric-judge": "toolkit.rewards.rubric:judge_rubric_reward",
+    "atlas": "toolkit.rewards.atlas:AtlasReward",
+    "prove": "toolkit.rewards.prove:ProveReward",
+    "graduated": "toolkit.rewards.graduated:GraduatedReward",
+    "toolrl": "toolkit.rewards.toolrl:ToolRLReward",
+    "bfcl": "toolkit.rewards.bfcl:BFCLReward",
+}
+
+
+def list_rewards() -> list[str]:
+    """The names ``get_reward`` accepts."""
+    return list(REGISTRY)
+
+
+def get_reward(name: str, **config: Any) -> Reward:
+    """Build a reward by name with keyword config (see each reward's class for its options)."""
+    if name not in REGISTRY:
+        raise KeyError(f"unknown reward {name!r}; known: {', '.join(REGISTRY)}")
+    module_name, attr = REGISTRY[name].split(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name == module_name:
+            raise KeyError(f"reward {name!r} is registered but {module_name} is not installed yet") from exc
+        raise
+    factory: Callable[..., Reward] = getattr(module, attr)
+    reward = factory(**config)
+    if not getattr(reward, "name", None) or reward.name == "reward":
+        try:
+            reward.name = name  # e.g. a plain callable class from another area
+        except AttributeError:
+            pass
+    return reward
+
+
+# ---- helpers shared by the call-level rewards -------------------------------------------------------
+
+
+def model_calls(traj: Trajectory) -> list[CallRecord]:
+    """The model's tool calls, without the loop's own ``finish`` tool (it ends the episode, it is not a
+    task tool)."""
+    return [c for c in traj.calls if c.name != FINISH_TOOL]
+
+
+def answer_text(traj: Trajectory) -> str:
+    """All the answers the model gave the user: every turn's answer plus the final one."""
+    parts = [a for a in traj.turn_answers if a]
+    if traj.final_answer and traj.final_answer not in parts:
+        parts.append(traj.final_answer)
+    return "\n".join(parts)

@@ -1,0 +1,286 @@
+"""LLM-judge grader for rubric items, over any OpenAI-compatible chat endpoint.
+
+A vLLM server (``vllm serve MODEL`` -> ``http://host:8000/v1``), a hosted API, or the kit's local
+stand-in (``toolkit.rewards.standin``) all speak the same ``/v1/chat/completions``. The grader:
+
+- sends the items of one trajectory in batches of ``batch_size`` per request, the trajectory rendered
+  as JSON (tool outputs truncated) and asks for strict JSON ``{"verdicts": [{"id", "verdict", "reason"}]}``;
+- retries transport errors, 429/5xx and unparseable replies with exponential backoff;
+- caches parsed replies (in memory, plus a JSONL file with ``cache_path``) keyed by model + request;
+- never raises from ``grade``: an item the judge did not answer usably is ungraded (``verdict=None``) and
+  counted; ``stats`` holds request / retry / malformed / failure counters.
+
+The API key is read from the environment variable named by ``api_key_env`` when the client is built;
+it is never stored on the grader, logged, or written to a cache or a result.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import threading
+import time
+from collections import Counter
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from toolkit.records import RubricItem, Task, Trajectory
+from toolkit.rewards.base import model_calls
+from toolkit.rewards.rubric import ItemGrade
+
+SYSTEM_PROMPT = """You grade an AI agent's tool-use trajectory against rubric items.
+For every rubric item decide:
+- "pass": the trajectory fully satisfies the item;
+- "partial": it satisfies part of the item;
+- "fail": it does not satisfy the item, or the trajectory gives no evidence.
+Judge only from the trajectory shown (tool calls with their arguments and results, state changes,
+and the answers given to the user). Reply with JSON only, no prose, exactly:
+{"verdicts": [{"id": "<item id>", "verdict": "pass" | "partial" | "fail", "reason": "<one short sentence>"}]}
+with one entry for every item id."""
+
+VERDICTS = ("pass", "partial", "fail")
+
+
+def render_trajectory(task: Task, traj: Trajectory, max_result_chars: int = 600) -> dict[str, Any]:
+    """What the judge sees of an episode: calls, state changes, answers (tool outputs truncated)."""
+
+    def cut(s: str | None) -> str | None:
+        if s is None or len(s) <= max_result_chars:
+            return s
+        return s[:max_result_chars] + f"... [{len(s) - max_result_chars} chars truncated]"
+
+    return {
+        "tool_calls": [
+            {"name": c.name, "arguments": c.args, "ok": c.ok, "error": c.error, "result": cut(c.result)}
+            for c in model_calls(traj)
+        ],
+        "state_changes": {k: v.get("after") for k, v in sorted(traj.state_diff.items())},
+        "answers_to_user": [a for a in traj.turn_answers if a] or [traj.final_answer],
+        "stop_reason": traj.stop_reason,
+    }
+
+
+def build_messages(task: Task, traj: Trajectory, items: Sequence[RubricItem], max_result_chars: int = 600):
+    """The chat request for one batch of items (deterministic, so it can key the cache)."""
+    user_turns = [task.prompt, *task.followups]
+    user = (
+        "USER REQUEST(S):\n"
+        + "\n---\n".join(user_turns)
+        + "\n\nTRAJECTORY (JSON):\n"
+        + json.dumps(render_trajectory(task, traj, max_result_chars), sort_keys=True, default=str)
+        + "\n\nRUBRIC ITEMS (JSON):\n"
+        + json.dumps([{"id": it.id, "text": it.text} for it in items])
+    )
+    return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
+
+
+def parse_verdicts(text: str | None, ids: Sequence[str]) -> dict[str, tuple[str, str]] | None:
+    """``{id: (verdict, reason)}`` for the items the reply answers validly; None if the reply is not the
+    requested JSON at all. Tolerates a Markdown code fence around the JSON, nothing else."""
+    if not text:
+        return None
+    s = text.strip()
+    fence = re.fullmatch(r"```(?:json)?\s*(.*?)\s*```", s, re.S)
+    if fence:
+        s = fence.group(1)
+    try:
+        obj = json.loads(s)
+    except json.JSONDecodeError:
+        return None
+    rows = obj.get("verdicts") if isinstance(obj, dict) else obj
+    if not isinstance(rows, list):
+        return None
+    wanted, out = set(ids), {}
+    for row in rows:
+        if not isinstance(row, dict):
+            continue
+        rid, verdict = str(row.get("id", "")), str(row.get("verdict", "")).strip().lower()
+        if rid in wanted and verdict in VERDICTS:
+            out[rid] = (verdict, str(row.get("reason", ""))[:500])
+    return out
+
+
+class JudgeCache:
+    """Parsed judge replies keyed by a hash of (model, request); optional JSONL persistence."""
+
+    def __init__(self, path: str | Path | None = None):
+        self.path = Path(path) if path else None
+        self._mem: dict[str, dict[str, list[str]]] = {}
+        self._lock = threading.Lock()
+        if self.path and self.path.exists():
+            for line in self.path.read_text(encoding="utf-8").splitlines():
+                try:
+                    row = json.loads(line)
+                    self._mem[row["key"]] = row["verdicts"]
+                except (ValueError, KeyError, TypeError):
+                    continue  # a torn last line from an interrupted run: ignore it
+
+    @staticmethod
+    def key(model: str, messages: list[dict[str, str]]) -> str:
+        return hashlib.sha256(json.dumps([model, messages], sort_keys=True).encode()).hexdigest()
+
+    def get(self, key: str) -> dict[str, list[str]] | None:
+        return self._mem.get(key)
+
+    def put(self, key: str, verdicts: dict[str, tuple[str, str]]) -> None:
+        row = {k: list(v) for k, v in verdicts.items()}
+        with self._lock:
+            self._mem[key] = row
+            if self.path:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                with self.path.open("a", encoding="utf-8") as fh:
+                    fh.write(json.dumps({"key": key, "verdicts": row}) + "\n")
+
+    def __len__(self) -> int:
+        return len(self._mem)
+
+
+class JudgeGrader:
+    """Grades rubric items with an LLM behind an OpenAI-compatible chat endpoint.
+
+    Args:
+        base_url: endpoint root, e.g. ``http://127.0.0.1:8000/v1`` (default: env ``MCP_RL_JUDGE_BASE_URL``).
+        model: model name the endpoint serves (default: env ``MCP_RL_JUDGE_MODEL``).
+        api_key_env: name of the environment variable holding the key; ``None`` for keyless local
+            servers. The key is read once, handed to the client, and kept nowhere else.
+        batch_size: rubric items per request (one trajectory per request).
+        max_retries: extra attempts after a failed or unparseable reply; backoff ``backoff * 2**k`` s.
+        timeout: seconds per request.
+        cache_path: JSONL file for the reply cache (in-memory only when None).
+        concurrency: requests in flight at once in ``grade_many``.
+        json_mode: ask for ``response_format={"type": "json_object"}`` (off for servers without it).
+        http_client: an ``httpx.Client`` for the openai client (tests pass a mock transport).
+    """
+
+    name = "judge"
+
+    def __init__(
+        self,
+        base_url: str | None = None,
+        model: str | None = None,
+        api_key_env: str | None = "OPENAI_API_KEY",
+        batch_size: int = 8,
+        max_retries: int = 3,
+        backoff: float = 0.5,
+        timeout: float = 60.0,
+        temperature: float = 0.0,
+        max_tokens: int = 1024,
+        max_result_chars: int = 600,
+        cache_path: str | Path | None = None,
+        concurrency: int = 4,
+        json_mode: bool = True,
+        http_client: Any = None,
+    ):
+        import openai  # imported here: the rest of the rewards package does not need it
+
+        self.base_url = base_url or os.environ.get("MCP_RL_JUDGE_BASE_URL")
+        self.model = model or os.environ.get("MCP_RL_JUDGE_MODEL")
+        if not self.base_url or not self.model:
+            raise ValueError(
+                "the LLM judge needs base_url and model (or env MCP_RL_JUDGE_BASE_URL / MCP_RL_JUDGE_MODEL)"
+            )
+        if api_key_env is not None and not os.environ.get(api_key_env):
+            raise ValueError(f"the LLM judge reads its API key from ${api_key_env}, which is not set")
+        self.batch_size, self.max_retries, self.backoff = max(1, batch_size), max_retries, backoff
+        self.temperature, self.max_tokens, self.max_result_chars = temperature, max_tokens, max_result_chars
+        self.concurrency, self.json_mode = max(1, concurrency), json_mode
+        self.cache = JudgeCache(cache_path)
+        self.stats: Counter[str] = Counter()
+        self._stats_lock = threading.Lock()
+        self._openai = openai
+        self._client = openai.OpenAI(
+            base_url=self.base_url,
+            api_key=os.environ[api_key_env] if api_key_env else "EMPTY",
+            timeout=timeout,
+            max_retries=0,  # retries are ours, so malformed replies are retried too
+            http_client=http_client,
+        )
+
+    def __repr__(self) -> str:  # never shows the key
+        return f"JudgeGrader(base_url={self.base_url!r}, model={self.model!r}, batch_size={self.batch_size})"
+
+    def _count(self, key: str, n: int = 1) -> None:
+        with self._stats_lock:
+            self.stats[key] += n
+
+    def _request(self, messages: list[dict[str, str]]) -> str | None:
+        resp = self._client.chat.completions.create(
+            model=self.model,
+            messages=messages,
+            temperature=self.temperature,
+            max_tokens=self.max_tokens,
+            **({"response_format": {"type": "json_object"}} if self.json_mode else {}),
+        )
+        return resp.choices[0].message.content if resp.choices else None
+
+    def _grade_batch(self, task: Task, traj: Trajectory, items: Sequence[RubricItem]) -> list[ItemGrade]:
+        ids = [it.id for it in items]
+        messages = build_messages(task, traj, items, self.max_result_chars)
+        key = JudgeCache.key(self.model, messages)
+        cached = self.cache.get(key)
+        if cached is not None:
+            self._count("cache_hits")
+            return [
+                ItemGrade(i, *cached[i]) if i in cached else ItemGrade(i, None, "not in cache") for i in ids
+            ]
+        last_problem = "no reply"
+        verdicts: dict[str, tuple[str, str]] = {}
+        for attempt in range(self.max_retries + 1):
+            if attempt:
+                self._count("retries")
+                time.sleep(self.backoff * 2 ** (attempt - 1))
+            self._count("requests")
+            try:
+                text = self._request(messages)
+            except self._openai.APIStatusError as exc:
+                self._count("http_errors")
+                last_problem = f"HTTP {exc.status_code}"
+                if exc.status_code not in (408, 409, 429) and exc.status_code < 500:
+                    break  # bad request / auth: retrying will not help
+                continue
+            except (self._openai.APIError, OSError, ValueError) as exc:
+                self._count("transport_errors")
+                last_problem = type(exc).__name__
+                continue
+            parsed = parse_verdicts(text, ids)
+            if parsed is None:
+                self._count("malformed")
+                last_problem = "malformed reply"
+                continue
+            verdicts.update(parsed)
+            if len(verdicts) == len(ids):
+                self.cache.put(key, verdicts)
+                break
+            self._count("incomplete")
+            last_problem = "reply missed some items"
+        grades = [
+            ItemGrade(i, *verdicts[i]) if i in verdicts else ItemGrade(i, None, last_problem) for i in ids
+        ]
+        self._count("ungraded", sum(g.verdict is None for g in grades))
+        return grades
+
+    def _jobs(self, task: Task, traj: Trajectory) -> list[tuple[Task, Trajectory, list[RubricItem]]]:
+        items = task.rubric
+        return [(task, traj, items[i : i + self.batch_size]) for i in range(0, len(items), self.batch_size)]
+
+    def _safe_batch(self, job: tuple[Task, Trajectory, list[RubricItem]]) -> list[ItemGrade]:
+        try:
+            return self._grade_batch(*job)
+        except Exception as exc:  # the judge must never crash a training run
+            self._count("failures")
+            return [ItemGrade(it.id, None, f"judge failure: {type(exc).__name__}") for it in job[2]]
+
+    def grade(self, task: Task, traj: Trajectory) -> list[ItemGrade]:
+        return [g for job in self._jobs(task, traj) for g in self._safe_batch(job)]
+
+    def grade_many(self, pairs: Sequence[tuple[Task, Trajectory]]) -> list[list[ItemGrade]]:
+        jobs = [(n, job) for n, (t, tr) in enumerate(pairs) for job in self._jobs(t, tr)]
+        out: list[list[ItemGrade]] = [[] for _ in pairs]
+        with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
+            for (n, _), grades in zip(jobs, pool.map(self._safe_batch, [j for _, j in jobs]), strict=True):
+                out[n].extend(grades)
+        return out

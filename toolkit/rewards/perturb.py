@@ -1,0 +1,148 @@
+"""Record-level perturbations of a gold trajectory: the kit's stand-in for policy rollouts when none
+are at hand (tests, benchmarks, notebook 03 before a model is trained).
+
+Each perturbation edits the call list or the answer the way a weak policy goes wrong: drop a step,
+swap two steps, repeat a call, corrupt an argument value, send unparseable arguments, call a tool that
+does not exist or a distractor tool, give a wrong or empty answer. Nothing is executed, so two effects
+are approximated: a changed call keeps the gold call's ``ok``/``result`` unless the perturbation makes
+it fail (unknown tool, bad JSON), and the gold state diff is kept only while every gold call is still
+made, successfully, with its gold arguments (in any order); otherwise the diff is empty.
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+from collections.abc import Callable
+
+from toolkit.records import CallRecord, Task, Trajectory
+from toolkit.rewards.base import model_calls
+from toolkit.rewards.normalize import loose_equal
+
+HALLUCINATED_TOOL = "lookup_everything"
+
+
+def gold_answer(task: Task) -> str:
+    """An answer that states every expected value (what the gold policy says at the end)."""
+    return "; ".join(f"{k}: {v}" for k, v in task.answers.items()) or "Done."
+
+
+def gold_trajectory(task: Task, state_diff: dict | None = None) -> Trajectory:
+    """The trajectory a perfect policy produces, built from the task alone (no execution): calls =
+    gold calls (all ok), answer = expected values. ``state_diff`` is the diff the gold calls cause."""
+    calls = [CallRecord(name=g.name, args=copy.deepcopy(g.arguments), ok=True, result="ok", turn=g.turn, step=i)
+             for i, g in enumerate(task.gold)]  # fmt: skip
+    answer = gold_answer(task)
+    return Trajectory(
+        task_id=task.id,
+        messages=[{"role": "user", "content": task.prompt}, {"role": "assistant", "content": answer}],
+        calls=calls,
+        final_answer=answer,
+        stop_reason="finish",
+        state_diff=copy.deepcopy(state_diff or {}),
+        turn_answers=[answer],
+        metadata={"policy": "gold"},
+    )
+
+
+def _fix_state(task: Task, traj: Trajectory, gold_diff: dict) -> Trajectory:
+    calls = [c for c in model_calls(traj) if c.ok and c.args is not None]
+    intact = all(any(c.name == g.name and loose_equal(c.args, g.arguments) for c in calls) for g in task.gold)
+    traj.state_diff = copy.deepcopy(gold_diff) if intact else {}
+    return traj
+
+
+def drop_call(traj: Trajectory, task: Task, rng: random.Random) -> None:
+    if traj.calls:
+        traj.calls.pop(rng.randrange(len(traj.calls)))
+
+
+def swap_calls(traj: Trajectory, task: Task, rng: random.Random) -> None:
+    if len(traj.calls) >= 2:
+        i = rng.randrange(len(traj.calls) - 1)
+        traj.calls[i], traj.calls[i + 1] = traj.calls[i + 1], traj.calls[i]
+
+
+def duplicate_call(traj: Trajectory, task: Task, rng: random.Random) -> None:
+    if traj.calls:
+        i = rng.randrange(len(traj.calls))
+        traj.calls.insert(i + 1, copy.deepcopy(traj.calls[i]))
+
+
+def corrupt_arg(traj: Trajectory, task: Task, rng: random.Random) -> None:
+    with_args = [c for c in traj.calls if c.args]
+    if not with_args:
+        return
+    call = rng.choice(with_args)
+    key = rng.choice(sorted(call.args))
+    v = call.args[key]
+    call.args[key] = v + 1 if isinstance(v, int | float) and not isinstance(v, bool) else f"{v}x"
+
+
+def malformed_args(traj: Trajectory, task: Task, rng: random.Random) -> None:
+    if traj.calls:
+        call = traj.calls[rng.randrange(len(traj.calls))]
+        call.args, call.ok, call.error, call.result = None, False, "bad_json: could not parse arguments", None
+        traj.n_parse_errors += 1
+
+
+def hallucinated_tool(traj: Trajectory, task: Task, rng: random.Random) -> None:
+    call = CallRecord(
+        HALLUCINATED_TOOL, {"query": task.prompt[:40]}, ok=False, error="unknown_tool: no such tool"
+    )
+    traj.calls.insert(rng.randrange(len(traj.calls) + 1), call)
+
+
+def distractor_call(traj: Trajectory, task: Task, rng: random.Random) -> None:
+    spare = sorted(set(task.tools) - {g.name for g in task.gold})
+    if spare:
+        traj.calls.insert(
+            rng.randrange(len(traj.calls) + 1), CallRecord(rng.choice(spare), {}, ok=True, result="{}")
+        )
+
+
+def wrong_answer(traj: Trajectory, task: Task, rng: random.Random) -> None:
+    traj.final_answer = "I looked into it; the value is 0 and nothing else applies."
+    traj.turn_answers = [traj.final_answer]
+
+
+def empty_answer(traj: Trajectory, task: Task, rng: random.Random) -> None:
+    traj.final_answer, traj.turn_answers, traj.stop_reason = "", [], "max_turns"
+
+
+PERTURBATIONS: dict[str, Callable[[Trajectory, Task, random.Random], None]] = {
+    "drop_call": drop_call,
+    "swap_calls": swap_calls,
+    "duplicate_call": duplicate_call,
+    "corrupt_arg": corrupt_arg,
+    "malformed_args": malformed_args,
+    "hallucinated_tool": hallucinated_tool,
+    "distractor_call": distractor_call,
+    "wrong_answer": wrong_answer,
+    "empty_answer": empty_answer,
+}
+
+
+def perturb(task: Task, gold: Trajectory, names: list[str], seed: int = 0) -> Trajectory:
+    """Apply the named perturbations to a copy of ``gold`` (state diff fixed up as documented)."""
+    traj = copy.deepcopy(gold)
+    rng = random.Random(seed)
+    for name in names:
+        PERTURBATIONS[name](traj, task, rng)
+    for i, c in enumerate(traj.calls):
+        c.step = i
+    traj.metadata = {**traj.metadata, "policy": "perturbed", "perturbations": list(names)}
+    return _fix_state(task, traj, gold.state_diff)
+
+
+def sample_group(
+    task: Task, gold: Trajectory, size: int, rng: random.Random, max_edits: int = 3
+) -> list[Trajectory]:
+    """``size`` trajectories, each ``gold`` with 0..``max_edits`` random perturbations: a crude model of
+    a policy's samples for one prompt (a GRPO group)."""
+    names = sorted(PERTURBATIONS)
+    group = []
+    for _ in range(size):
+        k = rng.randint(0, max_edits)
+        group.append(perturb(task, gold, [rng.choice(names) for _ in range(k)], seed=rng.randrange(2**31)))
+    return group

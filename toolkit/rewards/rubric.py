@@ -1,0 +1,261 @@
+"""Rubric reward (Scale's MCP tool-use recipe): each rubric item pass/fail, score = fraction of the
+task's essential items passed; optional items are reported separately.
+
+Two graders behind one interface (``grade(task, traj) -> list[ItemGrade]``, one grade per item):
+
+- ``ProgrammaticGrader`` runs each item's machine-checkable ``check`` spec (types documented in
+  ``toolkit.records``) against the trajectory. Deterministic, microseconds per item.
+- ``toolkit.rewards.judge.JudgeGrader`` asks an LLM from the item's text (what Scale did, with Claude
+  Sonnet 4.5 as judge, per the Scale write-up). A reply it cannot use leaves the item *ungraded*.
+
+Verdicts are ``"pass"``, ``"partial"`` or ``"fail"`` (``None`` = ungraded). The rubric reward counts
+only ``pass``; MCP-Atlas claim scoring (``toolkit.rewards.atlas``) gives ``partial`` half credit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any, Literal, Protocol
+
+from toolkit.records import RewardResult, RubricItem, Task, Trajectory
+from toolkit.rewards import normalize as norm
+from toolkit.rewards.base import Reward, answer_text, model_calls
+
+Verdict = Literal["pass", "partial", "fail"]
+VERDICT_CREDIT = {"pass": 1.0, "partial": 0.5, "fail": 0.0}
+
+
+@dataclass
+class ItemGrade:
+    id: str
+    verdict: Verdict | None  # None: ungraded (judge reply missing or malformed)
+    reason: str = ""
+
+    @property
+    def passed(self) -> bool:
+        return self.verdict == "pass"
+
+
+class Grader(Protocol):
+    name: str
+
+    def grade(self, task: Task, traj: Trajectory) -> list[ItemGrade]: ...
+
+    def grade_many(self, pairs: Sequence[tuple[Task, Trajectory]]) -> list[list[ItemGrade]]: ...
+
+
+# ---- programmatic checks ---------------------------------------------------------------------------
+
+
+def _ok_calls(traj: Trajectory, tools: Sequence[str]) -> list[tuple[int, Any]]:
+    names = set(tools)
+    return [(i, c) for i, c in enumerate(model_calls(traj)) if c.ok and c.name in names]
+
+
+def _check_tool_called(spec: dict, task: Task, traj: Trajectory) -> tuple[Verdict, str]:
+    tools, need = spec.get("tools", []), int(spec.get("min_times", 1))
+    n_ok = len(_ok_calls(traj, tools))
+    if n_ok >= need:
+        return "pass", f"{n_ok} successful call(s) to {tools}"
+    n_any = sum(c.name in tools for c in model_calls(traj))
+    if n_any:
+        return "partial", f"{n_ok}/{need} successful call(s) to {tools} ({n_any} attempted)"
+    return "fail", f"no call to {tools}"
+
+
+def _check_tool_args(spec: dict, task: Task, traj: Trajectory) -> tuple[Verdict, str]:
+    want: dict = spec.get("args", {})
+    rules: dict = spec.get("normalize", {})
+    best = -1
+    for _, call in _ok_calls(traj, spec.get("tools", [])):
+        args = call.args or {}
+        hits = sum(k in args and norm.equal(rules.get(k), args[k], v) for k, v in want.items())
+        best = max(best, hits)
+        if hits == len(want):
+            return "pass", f"{call.name} called with {want}"
+    if best < 0:
+        return "fail", f"no successful call to {spec.get('tools')}"
+    if best > 0:
+        return "partial", f"best call matched {best}/{len(want)} argument(s)"
+    return "fail", f"no call matched any of {sorted(want)}"
+
+
+def _check_answer(spec: dict, task: Task, traj: Trajectory) -> tuple[Verdict, str]:
+    text = answer_text(traj)
+    if not text.strip():
+        return "fail", "empty answer"
+    ok = norm.contains(spec.get("normalize"), text, spec.get("value"), float(spec.get("tolerance", 0.0)))
+    return (
+        ("pass", "answer states the value")
+        if ok
+        else ("fail", f"answer does not state {spec.get('value')!r}")
+    )
+
+
+def _check_state(spec: dict, task: Task, traj: Trajectory) -> tuple[Verdict, str]:
+    coll, key, op = spec.get("collection"), spec.get("key"), spec.get("op", "update")
+    field_name, value = spec.get("field"), spec.get("value")
+    if key in (None, "*"):  # any record of the collection (e.g. a created record whose id is unknown)
+        entries = [v for k, v in traj.state_diff.items() if k.split("/", 1)[0] == coll]
+    else:
+        entries = [traj.state_diff[f"{coll}/{key}"]] if f"{coll}/{key}" in traj.state_diff else []
+    if not entries:
+        return "fail", f"no change to {coll}/{key}"
+    partial = False
+    for entry in entries:
+        before, after = entry.get("before"), entry.get("after")
+        kind = "create" if before is None else "delete" if after is None else "update"
+        if kind != op:
+            partial = True
+            continue
+        if field_name is None or op == "delete":
+            return "pass", f"{coll}/{key} {op}d"
+        if isinstance(after, dict) and field_name in after:
+            if norm.equal(spec.get("normalize"), after[field_name], value, float(spec.get("tolerance", 0.0))):
+                return "pass", f"{coll}/{key}.{field_name} = {value!r}"
+        partial = True
+    return (
+        "partial" if partial else "fail"
+    ), f"{coll}/{key} changed, but not to {field_name}={value!r} by {op}"
+
+
+def _check_order(spec: dict, task: Task, traj: Trajectory) -> tuple[Verdict, str]:
+    first = [i for i, _ in _ok_calls(traj, spec.get("first", []))]
+    then = [i for i, _ in _ok_calls(traj, spec.get("then", []))]
+    if first and then and min(first) < max(then):
+        return "pass", "order respected"
+    if first and then:
+        return "partial", "both called, wrong order"
+    return "fail", "a required step is missing"
+
+
+def _check_no_tool_calls(spec: dict, task: Task, traj: Trajectory) -> tuple[Verdict, str]:
+    n = len(model_calls(traj))
+    return ("pass", "no tool calls") if n == 0 else ("fail", f"{n} tool call(s)")
+
+
+def _check_no_state_change(spec: dict, task: Task, traj: Trajectory) -> tuple[Verdict, str]:
+    n = len(traj.state_diff)
+    return ("pass", "state unchanged") if n == 0 else ("fail", f"{n} record(s) changed")
+
+
+def _check_clarification(spec: dict, task: Task, traj: Trajectory) -> tuple[Verdict, str]:
+    asked = "?" in (traj.final_answer or "")
+    if asked and not traj.state_diff:
+        return "pass", "asked the user, changed nothing"
+    if asked:
+        return "partial", "asked the user but also changed state"
+    return "fail", "no question to the user"
+
+
+CHECKS = {
+    "tool_called": _check_tool_called,
+    "tool_args": _check_tool_args,
+    "answer": _check_answer,
+    "state": _check_state,
+    "order": _check_order,
+    "no_tool_calls": _check_no_tool_calls,
+    "no_state_change": _check_no_state_change,
+    "clarification": _check_clarification,
+}
+
+
+def check_item(item: RubricItem, task: Task, traj: Trajectory) -> ItemGrade:
+    """Grade one item from its ``check`` spec. An item without a known spec is ungraded."""
+    fn = CHECKS.get((item.check or {}).get("type", ""))
+    if fn is None:
+        return ItemGrade(item.id, None, f"no programmatic check for type {item.check.get('type')!r}")
+    try:
+        verdict, reason = fn(item.check, task, traj)
+    except (TypeError, ValueError, AttributeError, KeyError) as exc:  # a malformed spec, not a crash
+        return ItemGrade(item.id, None, f"bad check spec: {type(exc).__name__}: {exc}")
+    return ItemGrade(item.id, verdict, reason)
+
+
+class ProgrammaticGrader:
+    """Grades every rubric item from its machine-checkable spec."""
+
+    name = "programmatic"
+
+    def grade(self, task: Task, traj: Trajectory) -> list[ItemGrade]:
+        return [check_item(item, task, traj) for item in task.rubric]
+
+    def grade_many(self, pairs: Sequence[tuple[Task, Trajectory]]) -> list[list[ItemGrade]]:
+        return [self.grade(t, tr) for t, tr in pairs]
+
+
+# ---- the reward ------------------------------------------------------------------------------------
+
+
+def rubric_result(
+    task: Task, grades: list[ItemGrade], credit: dict[str, float] | None = None
+) -> RewardResult:
+    """Score = credit over the graded essential items (``pass`` 1, else 0 by default).
+
+    Ungraded items are left out of the denominator and counted in ``details["ungraded"]``; when no
+    essential item could be graded the result is marked ``details["unscorable"] = True`` (score 0.0;
+    ``as_trl_reward_func`` turns it into ``None`` so TRL leaves it out of the group baseline).
+    """
+    credit = credit or {"pass": 1.0, "partial": 0.0, "fail": 0.0}
+    by_id = {g.id: g for g in grades}
+    ess = [it for it in task.rubric if it.essential]
+    opt = [it for it in task.rubric if not it.essential]
+
+    def frac(items: list[RubricItem]) -> tuple[float, int, int]:
+        graded = [by_id[it.id] for it in items if by_id.get(it.id) and by_id[it.id].verdict is not None]
+        got = sum(credit[g.verdict] for g in graded)  # type: ignore[index]
+        return (got / len(graded) if graded else 0.0), len(graded), len(items) - len(graded)
+
+    ess_score, ess_graded, ess_ungraded = frac(ess)
+    opt_score, _, opt_ungraded = frac(opt)
+    breakdown = {"essential": ess_score, "optional": opt_score}
+    for cat in sorted({it.category for it in ess}):
+        breakdown[f"essential.{cat}"] = frac([it for it in ess if it.category == cat])[0]
+    details: dict[str, Any] = {
+        "items": [asdict(g) for g in grades],
+        "n_essential": len(ess),
+        "n_optional": len(opt),
+        "ungraded": ess_ungraded + opt_ungraded,
+    }
+    if not ess_graded:
+        details["unscorable"] = True
+    return RewardResult(ess_score, breakdown, details)
+
+
+class RubricReward(Reward):
+    """Fraction of essential rubric items passed, in [0, 1] (optional items in ``breakdown``).
+
+    ``grader``: ``"programmatic"`` (default), ``"judge"`` (keyword ``judge`` holds the JudgeGrader
+    config) or any object with ``grade`` / ``grade_many``.
+    """
+
+    range = (0.0, 1.0)
+
+    def __init__(self, grader: str | Grader = "programmatic", judge: dict[str, Any] | None = None):
+        if grader == "programmatic":
+            self.grader: Grader = ProgrammaticGrader()
+        elif grader == "judge":
+            from toolkit.rewards.judge import JudgeGrader
+
+            self.grader = JudgeGrader(**(judge or {}))
+        elif isinstance(grader, str):
+            raise ValueError(f"unknown grader {grader!r}; use 'programmatic' or 'judge'")
+        else:
+            self.grader = grader
+        self.name = "rubric" if self.grader.name == "programmatic" else "rubric-judge"
+
+    def score(self, task: Task, traj: Trajectory) -> RewardResult:
+        return rubric_result(task, self.grader.grade(task, traj))
+
+    def batch(self, tasks: Sequence[Task], trajs: Sequence[Trajectory]) -> list[RewardResult]:
+        if len(tasks) != len(trajs):
+            raise ValueError(f"{len(tasks)} tasks for {len(trajs)} trajectories")
+        pairs = list(zip(tasks, trajs, strict=True))
+        return [rubric_result(t, g) for t, g in zip(tasks, self.grader.grade_many(pairs), strict=True)]
+
+
+def judge_rubric_reward(**judge_config: Any) -> RubricReward:
+    """``get_reward("rubric-judge", base_url=..., model=..., api_key_env=...)``: the rubric reward
+    graded by an LLM judge (config: ``toolkit.rewards.judge.JudgeGrader``)."""
+    return RubricReward(grader="judge", judge=judge_config)

@@ -1,0 +1,140 @@
+"""A deterministic STAND-IN for an LLM judge: a tiny OpenAI-compatible HTTP server on 127.0.0.1.
+
+It is not a language model. It exists so the judge path (HTTP, JSON replies, retries, cache,
+calibration) runs end to end in CI and in the notebooks when no real endpoint is configured.
+Its rule: an item passes when every piece of evidence the item's text names (quoted strings,
+snake_case / kebab-case identifiers, numbers, ISO dates) appears in the trajectory the judge is shown;
+an item naming no evidence fails. ``noise`` flips a deterministic pseudo-random share of verdicts so
+that calibration numbers are not trivially perfect. Results from it say nothing about a real judge.
+
+    with StandInJudge() as judge:
+        reward = get_reward("rubric-judge", base_url=judge.base_url, model=judge.model, api_key_env=None)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+MODEL_NAME = "standin-heuristic-judge"
+_EVIDENCE_RES = (
+    re.compile(r"[\"“'‘]([^\"”'’]{1,80})[\"”'’]"),  # quoted strings
+    re.compile(r"\b[A-Za-z]+(?:[_-][A-Za-z0-9]+)+\b"),  # snake_case / kebab-case identifiers (tool names)
+    re.compile(r"\b\d{4}-\d{2}-\d{2}\b"),  # ISO dates
+    re.compile(r"(?<![\w.-])\d+(?:\.\d+)?(?![\w-])"),  # numbers
+)
+
+
+def evidence(text: str) -> list[str]:
+    """The checkable pieces an item's text names."""
+    found: list[str] = []
+    for pattern in _EVIDENCE_RES:
+        for m in pattern.finditer(text):
+            tok = (m.group(1) if m.groups() else m.group(0)).strip()
+            if tok and tok not in found and not any(tok in f for f in found):
+                found.append(tok)
+    return found
+
+
+def heuristic_verdict(item_text: str, trajectory_json: str) -> tuple[str, str]:
+    hay = trajectory_json.casefold()
+    toks = evidence(item_text)
+    if not toks:
+        return "fail", "stand-in: no checkable evidence named"
+    missing = [t for t in toks if not re.search(rf"(?<![\w]){re.escape(t.casefold())}(?![\w])", hay)]
+    if missing:
+        return "fail", f"stand-in: not found: {missing[:3]}"
+    return "pass", "stand-in: all named evidence present"
+
+
+def _flip(seed: str, noise: float) -> bool:
+    h = int(hashlib.sha256(seed.encode()).hexdigest()[:8], 16) / 0xFFFFFFFF
+    return h < noise
+
+
+def grade_request(messages: list[dict[str, Any]], noise: float = 0.0) -> str:
+    """The stand-in's reply content for a request built by ``toolkit.rewards.judge.build_messages``."""
+    user = next((m.get("content") or "" for m in messages if m.get("role") == "user"), "")
+    traj_part = user.split("TRAJECTORY (JSON):\n", 1)[-1].split("\n\nRUBRIC ITEMS (JSON):\n", 1)
+    traj_json, items_json = (traj_part + ["[]"])[:2]
+    try:
+        items = json.loads(items_json)
+    except json.JSONDecodeError:
+        items = []
+    verdicts = []
+    for it in items:
+        verdict, reason = heuristic_verdict(str(it.get("text", "")), traj_json)
+        if noise and _flip(f"{it.get('id')}|{traj_json}", noise):
+            verdict = "fail" if verdict == "pass" else "pass"
+            reason += " (flipped by stand-in noise)"
+        verdicts.append({"id": it.get("id"), "verdict": verdict, "reason": reason})
+    return json.dumps({"verdicts": verdicts})
+
+
+class StandInJudge:
+    """Context manager running the stand-in judge server in a background thread."""
+
+    model = MODEL_NAME
+
+    def __init__(self, noise: float = 0.0):
+        self.noise = noise
+        self.requests = 0
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 (http.server naming)
+                length = int(self.headers.get("Content-Length", 0))
+                try:
+                    body = json.loads(self.rfile.read(length) or b"{}")
+                    content = grade_request(body.get("messages", []), outer.noise)
+                    status, payload = (
+                        200,
+                        {
+                            "id": "standin",
+                            "object": "chat.completion",
+                            "created": 0,
+                            "model": MODEL_NAME,
+                            "choices": [
+                                {
+                                    "index": 0,
+                                    "finish_reason": "stop",
+                                    "message": {"role": "assistant", "content": content},
+                                }
+                            ],
+                        },
+                    )
+                except (ValueError, AttributeError) as exc:
+                    status, payload = 400, {"error": {"message": str(exc)}}
+                outer.requests += 1
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: Any) -> None:  # quiet
+                pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+
+    def judge_config(self) -> dict[str, Any]:
+        """Keyword config for ``JudgeGrader`` / ``get_reward("rubric-judge", ...)``."""
+        return {"base_url": self.base_url, "model": self.model, "api_key_env": None}
+
+    def __enter__(self) -> StandInJudge:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._server.shutdown()
+        self._server.server_close()

@@ -1,0 +1,65 @@
+"""Adapter from a kit reward to a TRL ``reward_funcs`` entry.
+
+TRL's GRPOTrainer calls each reward function as ``f(prompts=..., completions=..., completion_ids=...,
+**kwargs)`` where kwargs holds every dataset column (repeated per generation) plus every extra key the
+``rollout_func`` returned, one value per sample (``trl/trainer/grpo_trainer.py``: ``_generate`` merges
+``extra_fields`` into the inputs, ``_calculate_rewards`` turns the columns into kwargs). The kit's
+rollout_func returns ``trajectory`` (a Trajectory dict per sample) and the dataset has a ``task``
+column (a Task as a JSON string or dict). The function name is what TRL logs the reward under.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from toolkit.records import Task, Trajectory
+from toolkit.rewards.base import Reward
+
+
+def _as_task(value: Any) -> Task:
+    if isinstance(value, Task):
+        return value
+    if isinstance(value, str):
+        value = json.loads(value)
+    return Task.from_dict(value)
+
+
+def _as_traj(value: Any) -> Trajectory:
+    if isinstance(value, Trajectory):
+        return value
+    if isinstance(value, str):
+        value = json.loads(value)
+    return Trajectory.from_dict(value)
+
+
+def as_trl_reward_func(
+    reward: Reward, name: str | None = None, log_components: bool = True
+) -> Callable[..., list[float | None]]:
+    """Wrap ``reward`` as ``f(prompts, completions, **kwargs) -> list[float | None]`` for TRL.
+
+    Reads ``kwargs["task"]`` and ``kwargs["trajectory"]``. A result marked unscorable (e.g. every
+    judge reply failed) becomes ``None``, which TRL treats as NaN and leaves out of the group baseline.
+    With ``log_components`` the mean of each breakdown component goes to TRL's ``log_metric``.
+    """
+    func_name = name or f"reward_{reward.name}".replace("-", "_").replace("+", "_").replace("*", "x")
+
+    def reward_func(prompts: list[Any], completions: list[Any], **kwargs: Any) -> list[float | None]:
+        if "trajectory" not in kwargs or "task" not in kwargs:
+            raise KeyError(
+                f"{func_name} needs the per-sample 'trajectory' (returned by the kit's rollout_func) and the "
+                f"dataset's 'task' column; got kwargs {sorted(kwargs)}"
+            )
+        tasks = [_as_task(t) for t in kwargs["task"]]
+        trajs = [_as_traj(t) for t in kwargs["trajectory"]]
+        results = reward.batch(tasks, trajs)
+        log_metric = kwargs.get("log_metric")
+        if log_components and callable(log_metric) and results:
+            for key in sorted({k for r in results for k in r.breakdown}):
+                vals = [r.breakdown[key] for r in results if key in r.breakdown]
+                log_metric(f"{func_name}/{key}", sum(vals) / len(vals))
+        return [None if r.details.get("unscorable") else float(r.score) for r in results]
+
+    reward_func.__name__ = reward_func.__qualname__ = func_name
+    return reward_func
