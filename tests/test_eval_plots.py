@@ -1,0 +1,137 @@
+"""Figures from results folders, a training metrics file and the reference data; the reference numbers
+are checked against the write-ups they cite."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from toolkit.eval import plots
+from toolkit.eval.metrics import TaskResult, aggregate
+from toolkit.paths import DATA_DIR, REPO_ROOT
+
+
+def write_run(
+    folder: Path, label: str, scores: list[float], finish_share: float, suite: str = "kit-eval"
+) -> Path:
+    rng = np.random.default_rng(len(label))
+    results = []
+    for i, s in enumerate(scores):
+        n = int(rng.integers(0, 6))
+        results.append(
+            TaskResult(
+                f"t{i}",
+                suite,
+                "lookup",
+                float(s),
+                atlas_score=float(s),
+                n_calls=n,
+                n_failed_calls=int(n > 3),
+                stop_reason="finish" if i < finish_share * len(scores) else "max_turns",
+                tool_counts={f"tool_{j % 3}": 1 for j in range(n)},
+                rubric=[
+                    {"id": "a", "category": "tool_selection", "essential": True, "passed": bool(s > 0.5)}
+                ],
+            )
+        )
+    folder.mkdir(parents=True)
+    (folder / "results.jsonl").write_text("".join(json.dumps(r.to_dict()) + "\n" for r in results))
+    summary = {"suite": suite, "label": label, "config": {}, "aggregate": aggregate(results, n_boot=200)}
+    (folder / "results.json").write_text(json.dumps(summary))
+    return folder
+
+
+def write_metrics(path: Path, steps: int = 12) -> Path:
+    rows = [
+        {
+            "step": s,
+            "reward_mean": 0.2 + 0.03 * s,
+            "reward_std": 0.1,
+            "zero_variance_share": 0.5 - 0.02 * s,
+            "completion_length": 80 + s,
+            "tool_calls": 2.0,
+            "failure_rate": 0.3,
+            "finish_rate": 0.1 * s / 2,
+            "kl": 0.001 * s,
+        }
+        for s in range(steps)
+    ]
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\nnot json\n")
+    return path
+
+
+def test_plot_all_writes_png_and_svg(tmp_path):
+    rng = np.random.default_rng(0)
+    base = rng.random(30)
+    before = write_run(tmp_path / "before", "base", list(base * 0.6), 0.2)
+    after = write_run(tmp_path / "after", "trained", list(np.minimum(1, base * 0.6 + 0.3)), 0.8)
+    metrics = write_metrics(tmp_path / "metrics.jsonl")
+    paths = plots.plot_all([before, after], tmp_path / "fig", metrics_file=metrics)
+    names = sorted(p.name for p in paths)
+    for stem in ("before_after", "tool_usage", "finish_rate", "training_curves", "reference"):
+        assert f"{stem}.png" in names and f"{stem}.svg" in names
+    for p in paths:
+        assert p.stat().st_size > 1000
+        head = p.read_bytes()[:8]
+        assert head.startswith(b"\x89PNG") if p.suffix == ".png" else b"<?xml" in head or b"<svg" in head
+    # the before/after panel names the paired difference, and it is outside the CI for +0.3 on 30 tasks
+    svg = (tmp_path / "fig" / "before_after.svg").read_text()
+    assert "coverage" in svg and "+0.30*" in svg
+
+
+def test_plot_cli(tmp_path):
+    from toolkit.cli import main
+
+    before = write_run(tmp_path / "b", "base", [0.0, 0.5, 1.0, 0.25], 0.0, suite="bfcl-base")
+    assert (
+        main(["plot", "--results", str(before), "--out", str(tmp_path / "o"), "--no-reference", "--viewer"])
+        == 0
+    )
+    assert (tmp_path / "o" / "before_after.png").exists()
+    assert not (tmp_path / "o" / "reference.png").exists()
+    assert (tmp_path / "o" / "viewer.html").exists()
+
+
+def test_training_curves_need_known_metrics(tmp_path):
+    p = tmp_path / "m.jsonl"
+    p.write_text('{"step": 0, "something_else": 1}\n')
+    with pytest.raises(ValueError, match="no known training metric"):
+        plots.plot_training_curves(p, tmp_path)
+
+
+def test_reference_numbers_cite_their_sources():
+    entries = plots.load_reference()
+    by_id = {e["id"]: e for e in entries}
+    assert (by_id["scale-mcp-atlas-coverage"]["before"], by_id["scale-mcp-atlas-coverage"]["after"]) == (
+        23.5,
+        30.4,
+    )
+    assert (by_id["scale-mcp-atlas-pass050"]["before"], by_id["scale-mcp-atlas-pass050"]["after"]) == (
+        15.8,
+        31.9,
+    )
+    assert (by_id["scale-mcp-atlas-pass075"]["before"], by_id["scale-mcp-atlas-pass075"]["after"]) == (
+        7.7,
+        17.3,
+    )
+    assert (by_id["bespoke-bfcl-mt-base"]["before"], by_id["bespoke-bfcl-mt-base"]["after"]) == (55.0, 78.0)
+    assert by_id["prove-bfcl-mt-delta"]["delta"] == 10.2
+    assert all(e["source"] for e in entries)
+    assert plots.REFERENCE_FILE == DATA_DIR / "reference_results.json"
+
+
+def test_verified_reference_quotes_appear_in_the_write_ups():
+    ref_dir = REPO_ROOT.parent / "shared" / "reference"
+    if not ref_dir.is_dir():
+        pytest.skip(f"{ref_dir} not present (the write-ups live beside the repository)")
+    texts = {p.name: p.read_text(encoding="utf-8") for p in ref_dir.glob("*.txt")}
+    for e in plots.load_reference():
+        if not e["verified"]:
+            continue
+        files = [name for name in texts if name in e["source"]]
+        assert files, e["id"]
+        for quote in e["quote"].split(" / "):
+            assert any(quote in texts[f] for f in files), (e["id"], quote)

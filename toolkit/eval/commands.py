@@ -1,0 +1,97 @@
+"""`mcp-rl eval` and `mcp-rl plot`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    from toolkit.eval.suites import SUITES  # light: no model libraries
+
+    p = subparsers.add_parser(
+        "eval",
+        help="evaluate a policy on a suite (kit-eval, bfcl-*) and write results with confidence intervals",
+        description="Run a policy on a suite's tasks through the agent loop, score them, and write "
+        "results.jsonl, trajectories.jsonl, results.json (aggregates with 95%% bootstrap CIs and the "
+        "run's config) and viewer.html into --out.",
+    )
+    p.add_argument(
+        "--policy", required=True, help="'gold' (replays gold trajectories) or a model name / HF id"
+    )
+    p.add_argument("--adapter", default=None, help="LoRA adapter folder to load on top of the model")
+    p.add_argument("--suite", required=True, choices=sorted(SUITES))
+    p.add_argument("--out", required=True, help="output folder")
+    p.add_argument("--limit", type=int, default=None, help="only the first N tasks (smoke runs)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--tasks", default=None, help="kit-eval only: another tasks JSONL instead of data/tasks/eval.jsonl"
+    )
+    p.add_argument("--label", default=None, help="name of the run in plots and the viewer")
+    p.add_argument("--json", action="store_true", help="print the aggregate metrics as JSON")
+    p.set_defaults(func=_eval)
+
+    q = subparsers.add_parser(
+        "plot",
+        help="figures (PNG + SVG) from eval results, a training metrics.jsonl and the published numbers",
+        description="Before/after bars with CIs (first vs last run of each suite, paired bootstrap), tool "
+        "usage, how episodes ended, training curves (--metrics), and the reference panel of published results.",
+    )
+    q.add_argument("--results", nargs="+", default=[], help="eval output folders, before first")
+    q.add_argument("--labels", nargs="+", default=None, help="one label per results folder")
+    q.add_argument("--metrics", default=None, help="a training run's metrics.jsonl (or its folder)")
+    q.add_argument("--out", required=True, help="folder for the figures")
+    q.add_argument("--no-reference", action="store_true", help="leave out the published-results panel")
+    q.add_argument(
+        "--viewer", action="store_true", help="also write viewer.html comparing the runs side by side"
+    )
+    q.set_defaults(func=_plot)
+
+
+def _eval(args: argparse.Namespace) -> int:
+    from toolkit.eval.suites import run_eval
+
+    summary = run_eval(
+        args.policy,
+        args.suite,
+        args.out,
+        adapter=args.adapter,
+        limit=args.limit,
+        seed=args.seed,
+        tasks_file=args.tasks,
+        label=args.label,
+    )
+    metrics = summary["aggregate"]["metrics"]
+    if args.json:
+        print(json.dumps(metrics, indent=2))
+    else:
+        print(
+            f"{summary['suite']} / {summary['label']}: {summary['aggregate']['n_tasks']} tasks -> {args.out}"
+        )
+        for name, m in metrics.items():
+            print(f"  {name:32s} {m['value']:8.3f}  [{m['ci_low']:.3f}, {m['ci_high']:.3f}]")
+    return 0
+
+
+def _plot(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from toolkit.eval.plots import REFERENCE_FILE, plot_all
+
+    metrics = Path(args.metrics) if args.metrics else None
+    if metrics is not None and metrics.is_dir():
+        metrics = metrics / "metrics.jsonl"
+    paths = plot_all(
+        args.results,
+        args.out,
+        labels=args.labels,
+        metrics_file=metrics,
+        reference=None if args.no_reference else REFERENCE_FILE,
+    )
+    if args.viewer and args.results:
+        from toolkit.eval.viewer import viewer_for_dirs
+
+        paths.append(viewer_for_dirs(args.results, Path(args.out) / "viewer.html", labels=args.labels))
+    for p in paths:
+        print(p)
+    return 0

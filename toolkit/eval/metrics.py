@@ -1,0 +1,281 @@
+"""Evaluation metrics with bootstrap confidence intervals.
+
+Every metric here is a ratio of two sums over tasks, ``sum(num) / sum(den)``:
+
+- coverage rate (MCP Atlas): mean per-task rubric score (num = score, den = 1);
+- pass rate at a threshold (MCP Atlas reports 0.50 and 0.75): share of tasks with score >= t;
+- tool calls per task, finish rate (episodes that ended with an explicit ``finish`` call);
+- tool failure rate: failed calls / all calls, pooled over tasks;
+- rubric pass rate per category: passed items / items of that category, pooled over tasks;
+- BFCL accuracy, overall and per test category (binary: the official checker passed or not).
+
+Writing them all this way makes the bootstrap uniform and vectorised: resample task indices with
+replacement, recompute both sums, take percentiles. The unit of resampling is always the task, so
+pooled ratios (failure rate, rubric items) get intervals that respect the correlation within a task.
+A paired bootstrap compares two runs on the same tasks (before vs after training) by resampling the
+same task indices for both, which is much tighter than two independent intervals.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from toolkit.records import RUBRIC_CATEGORIES, RecordError
+
+PASS_THRESHOLDS = (0.50, 0.75)  # the two thresholds MCP Atlas reports
+N_BOOT = 2000
+CONFIDENCE = 0.95
+
+
+@dataclass
+class TaskResult:
+    """One evaluated episode: what the metrics, plots and viewer need, nothing model-specific.
+
+    ``score`` is the suite's primary per-task score in [0, 1]: the rubric reward (fraction of essential
+    rubric items passed) on kit-eval, the BFCL checker's 0/1 on BFCL suites. ``rubric`` holds the item
+    verdicts as ``{"id", "text", "category", "essential", "passed"}`` dicts.
+    """
+
+    task_id: str
+    suite: str
+    category: str  # task kind on kit-eval, BFCL test category on BFCL suites
+    score: float
+    correct: bool | None = None  # BFCL: the official checker passed
+    atlas_score: float | None = None  # MCP-Atlas claim score (fulfilled 1 / partial 0.5 / not 0), mean
+    rubric: list[dict[str, Any]] = field(default_factory=list)
+    n_calls: int = 0
+    n_failed_calls: int = 0
+    stop_reason: str = "no_tool_call"
+    tool_counts: dict[str, int] = field(default_factory=dict)
+    error: str | None = None  # the episode or its scoring failed; the task counts as score 0
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> TaskResult:
+        names = {f.name for f in fields(cls)}
+        unknown = set(d) - names
+        if unknown:
+            raise RecordError(f"unknown field(s) for TaskResult: {sorted(unknown)}")
+        return cls(**d)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def read_task_results(path: str | Path) -> list[TaskResult]:
+    """Read a per-task results JSONL file; a bad line raises RecordError naming file and line."""
+    path = Path(path)
+    out = []
+    with path.open("rb") as fh:
+        for lineno, raw in enumerate(fh, start=1):
+            if not raw.strip():
+                continue
+            try:
+                obj = json.loads(raw.decode("utf-8"))
+                if not isinstance(obj, dict):
+                    raise TypeError(f"expected a JSON object, got {type(obj).__name__}")
+                out.append(TaskResult.from_dict(obj))
+            except (ValueError, TypeError, KeyError) as exc:
+                raise RecordError(f"{path}:{lineno}: not a valid TaskResult record: {exc}") from exc
+    return out
+
+
+@dataclass
+class Estimate:
+    """A metric value with its percentile-bootstrap confidence interval; ``n`` = tasks it is over."""
+
+    value: float
+    ci_low: float
+    ci_high: float
+    n: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class Difference:
+    """after - before on the same tasks, with a paired-bootstrap CI. ``outside_ci`` is True when zero
+    lies outside the interval: the change is larger than resampling the tasks would explain."""
+
+    before: float
+    after: float
+    diff: float
+    ci_low: float
+    ci_high: float
+    n_pairs: int
+    outside_ci: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _pass_name(t: float) -> str:
+    return f"pass@{t:.2f}"
+
+
+def metric_components(results: Sequence[TaskResult]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Per-task (numerator, denominator) arrays for every metric these results support."""
+    n = len(results)
+    ones = np.ones(n)
+    score = np.array([r.score for r in results], dtype=float)
+    comps: dict[str, tuple[np.ndarray, np.ndarray]] = {"coverage": (score, ones)}
+    for t in PASS_THRESHOLDS:
+        comps[_pass_name(t)] = ((score >= t - 1e-9).astype(float), ones)
+
+    calls = np.array([r.n_calls for r in results], dtype=float)
+    failed = np.array([r.n_failed_calls for r in results], dtype=float)
+    comps["tool_calls_per_task"] = (calls, ones)
+    comps["tool_failure_rate"] = (failed, calls)
+    comps["finish_rate"] = (np.array([r.stop_reason == "finish" for r in results], dtype=float), ones)
+    comps["error_rate"] = (np.array([r.error is not None for r in results], dtype=float), ones)
+
+    if any(r.atlas_score is not None for r in results):
+        atlas = np.array([r.atlas_score or 0.0 for r in results], dtype=float)
+        comps["atlas_coverage"] = (atlas, ones)
+        for t in PASS_THRESHOLDS:
+            comps[f"atlas_{_pass_name(t)}"] = ((atlas >= t - 1e-9).astype(float), ones)
+
+    seen_categories = {item.get("category") for r in results for item in r.rubric}
+    for cat in [c for c in RUBRIC_CATEGORIES if c in seen_categories] + sorted(
+        c for c in seen_categories if c not in RUBRIC_CATEGORIES and c
+    ):
+        num = np.array(
+            [sum(bool(i.get("passed")) for i in r.rubric if i.get("category") == cat) for r in results]
+        )
+        den = np.array([sum(1 for i in r.rubric if i.get("category") == cat) for r in results])
+        comps[f"rubric/{cat}"] = (num.astype(float), den.astype(float))
+
+    if any(r.correct is not None for r in results):
+        correct = np.array([bool(r.correct) for r in results], dtype=float)
+        comps["accuracy"] = (correct, ones)
+        for cat in sorted({r.category for r in results}):
+            in_cat = np.array([r.category == cat for r in results], dtype=float)
+            comps[f"accuracy/{cat}"] = (correct * in_cat, in_cat)
+    return comps
+
+
+def _ratio(num: np.ndarray, den: np.ndarray) -> float:
+    d = den.sum()
+    return float(num.sum() / d) if d > 0 else float("nan")
+
+
+def _boot_ratios(num: np.ndarray, den: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """Ratio of sums for each bootstrap resample (rows of ``idx``); NaN where a resample has den 0."""
+    nums, dens = num[idx].sum(axis=1), den[idx].sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(dens > 0, nums / np.where(dens > 0, dens, 1.0), np.nan)
+
+
+def _percentiles(samples: np.ndarray, confidence: float) -> tuple[float, float]:
+    samples = samples[~np.isnan(samples)]
+    if samples.size == 0:
+        return float("nan"), float("nan")
+    lo, hi = np.percentile(samples, [100 * (1 - confidence) / 2, 100 * (1 + confidence) / 2])
+    return float(lo), float(hi)
+
+
+def bootstrap_ratio(
+    num: Sequence[float] | np.ndarray,
+    den: Sequence[float] | np.ndarray | None = None,
+    n_boot: int = N_BOOT,
+    seed: int = 0,
+    confidence: float = CONFIDENCE,
+) -> Estimate:
+    """Percentile bootstrap CI of ``sum(num) / sum(den)`` (a plain mean when ``den`` is None)."""
+    num = np.asarray(num, dtype=float)
+    den = np.ones_like(num) if den is None else np.asarray(den, dtype=float)
+    if num.shape != den.shape or num.ndim != 1:
+        raise ValueError("num and den must be 1-D arrays of the same length")
+    n = num.size
+    if n == 0:
+        return Estimate(float("nan"), float("nan"), float("nan"), 0)
+    idx = np.random.default_rng(seed).integers(0, n, size=(n_boot, n))
+    lo, hi = _percentiles(_boot_ratios(num, den, idx), confidence)
+    return Estimate(_ratio(num, den), lo, hi, int((den > 0).sum()))
+
+
+def summarize(
+    results: Sequence[TaskResult], n_boot: int = N_BOOT, seed: int = 0, confidence: float = CONFIDENCE
+) -> dict[str, Estimate]:
+    """Every supported metric with a bootstrap CI. One resampling of task indices is shared by all
+    metrics (seeded), so the intervals are reproducible and mutually consistent."""
+    if not results:
+        return {}
+    n = len(results)
+    idx = np.random.default_rng(seed).integers(0, n, size=(n_boot, n))
+    out = {}
+    for name, (num, den) in metric_components(results).items():
+        lo, hi = _percentiles(_boot_ratios(num, den, idx), confidence)
+        out[name] = Estimate(_ratio(num, den), lo, hi, int((den > 0).sum()))
+    return out
+
+
+def paired_bootstrap(
+    before: Sequence[TaskResult],
+    after: Sequence[TaskResult],
+    n_boot: int = N_BOOT,
+    seed: int = 0,
+    confidence: float = CONFIDENCE,
+) -> dict[str, Difference]:
+    """after - before for every metric both runs support, on the tasks both ran (matched by task id).
+
+    Both runs are resampled with the same task indices, so per-task difficulty cancels out.
+    """
+    by_id = {r.task_id: r for r in before}
+    common = [r.task_id for r in after if r.task_id in by_id]
+    if not common:
+        raise ValueError("the two runs share no task ids: a paired comparison needs the same tasks")
+    after_by_id = {r.task_id: r for r in after}
+    b = metric_components([by_id[t] for t in common])
+    a = metric_components([after_by_id[t] for t in common])
+    n = len(common)
+    idx = np.random.default_rng(seed).integers(0, n, size=(n_boot, n))
+    out = {}
+    for name in [k for k in a if k in b]:
+        (bn, bd), (an, ad) = b[name], a[name]
+        diffs = _boot_ratios(an, ad, idx) - _boot_ratios(bn, bd, idx)
+        lo, hi = _percentiles(diffs, confidence)
+        vb, va = _ratio(bn, bd), _ratio(an, ad)
+        outside = bool(not np.isnan(lo) and (lo > 0 or hi < 0))
+        out[name] = Difference(vb, va, va - vb, lo, hi, n, outside)
+    return out
+
+
+def tool_usage(results: Iterable[TaskResult]) -> dict[str, Any]:
+    """How tools were used: calls per tool (over all tasks), and the histogram of calls per task."""
+    per_tool: Counter[str] = Counter()
+    per_task: Counter[int] = Counter()
+    distinct: list[int] = []
+    for r in results:
+        per_tool.update(r.tool_counts)
+        per_task[r.n_calls] += 1
+        distinct.append(len(r.tool_counts))
+    return {
+        "calls_per_tool": dict(per_tool.most_common()),
+        "calls_per_task_histogram": {str(k): v for k, v in sorted(per_task.items())},
+        "distinct_tools_per_task": float(np.mean(distinct)) if distinct else float("nan"),
+    }
+
+
+def stop_reasons(results: Iterable[TaskResult]) -> dict[str, int]:
+    """Count of episodes by why they stopped (finish, no_tool_call, max_turns, length, error)."""
+    return dict(Counter(r.stop_reason for r in results).most_common())
+
+
+def aggregate(results: Sequence[TaskResult], n_boot: int = N_BOOT, seed: int = 0) -> dict[str, Any]:
+    """The aggregate block written to results.json: metrics with CIs, tool usage, stop reasons."""
+    return {
+        "n_tasks": len(results),
+        "metrics": {k: v.to_dict() for k, v in summarize(results, n_boot=n_boot, seed=seed).items()},
+        "tool_usage": tool_usage(results),
+        "stop_reasons": stop_reasons(results),
+        "bootstrap": {"n_boot": n_boot, "seed": seed, "confidence": CONFIDENCE, "unit": "task"},
+    }

@@ -1,0 +1,346 @@
+"""Figures from evaluation results only (results.json / results.jsonl of `mcp-rl eval` runs, a training
+run's metrics.jsonl, data/reference_results.json). Every figure is saved as PNG and SVG.
+
+matplotlib runs on the Agg backend: no display is needed (CI, papermill, a server).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")  # headless: must precede pyplot
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from toolkit.eval.metrics import TaskResult, paired_bootstrap, read_task_results  # noqa: E402
+
+REFERENCE_FILE = Path(__file__).resolve().parents[2] / "data" / "reference_results.json"
+# Metrics shown in the before/after panel, per kind of suite, in reading order.
+ATLAS_METRICS = ("coverage", "pass@0.50", "pass@0.75", "finish_rate", "tool_failure_rate")
+BFCL_METRICS = ("accuracy", "finish_rate", "tool_failure_rate")
+# Training-curve panels: (title, candidate keys in metrics.jsonl, first match wins).
+CURVES = (
+    ("reward (mean ± std)", ("reward_mean", "reward", "rewards/mean")),
+    ("zero-variance groups", ("zero_variance_share", "frac_reward_zero_std", "zero_std_share")),
+    ("completion length", ("completion_length", "completion_length_mean", "completions/mean_length")),
+    ("tool calls / episode", ("tool_calls", "tool_calls_per_episode", "tool_calls_mean")),
+    ("tool failure rate", ("failure_rate", "tool_failure_rate")),
+    ("finish rate", ("finish_rate",)),
+    ("KL", ("kl", "kl_mean")),
+)
+REWARD_STD_KEYS = ("reward_std", "rewards/std")
+COLORS = ("#7f8c8d", "#2e86de", "#e67e22", "#27ae60", "#8e44ad", "#c0392b")
+
+
+@dataclass
+class Run:
+    """One evaluation run loaded from its output folder."""
+
+    label: str
+    suite: str
+    aggregate: dict[str, Any]
+    config: dict[str, Any]
+    tasks: list[TaskResult] = field(default_factory=list)
+    path: Path | None = None
+
+    def metric(self, name: str) -> dict[str, float] | None:
+        return self.aggregate.get("metrics", {}).get(name)
+
+
+def load_run(path: str | Path, label: str | None = None) -> Run:
+    """Read results.json (and results.jsonl when present) from an eval output folder."""
+    path = Path(path)
+    summary_file = path / "results.json" if path.is_dir() else path
+    folder = summary_file.parent
+    data = json.loads(summary_file.read_text(encoding="utf-8"))
+    per_task = folder / "results.jsonl"
+    tasks = read_task_results(per_task) if per_task.exists() else []
+    return Run(
+        label=label or data.get("label") or folder.name,
+        suite=data.get("suite", "?"),
+        aggregate=data.get("aggregate", {}),
+        config=data.get("config", {}),
+        tasks=tasks,
+        path=folder,
+    )
+
+
+def save(fig: plt.Figure, out_dir: str | Path, name: str) -> list[Path]:
+    """Save a figure as PNG and SVG; returns both paths and closes the figure."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for ext in ("png", "svg"):
+        p = out_dir / f"{name}.{ext}"
+        fig.savefig(p, dpi=120, bbox_inches="tight")
+        paths.append(p)
+    plt.close(fig)
+    return paths
+
+
+def _by_suite(runs: list[Run]) -> OrderedDict[str, list[Run]]:
+    groups: OrderedDict[str, list[Run]] = OrderedDict()
+    for r in runs:
+        groups.setdefault(r.suite, []).append(r)
+    return groups
+
+
+def _suite_metrics(runs: list[Run]) -> list[str]:
+    names = set().union(*(r.aggregate.get("metrics", {}).keys() for r in runs))
+    wanted = BFCL_METRICS if "accuracy" in names else ATLAS_METRICS
+    extra = sorted(n for n in names if n.startswith("rubric/") or n.startswith("accuracy/"))
+    if len([n for n in extra if n.startswith("accuracy/")]) == 1:  # one BFCL category: same as overall
+        extra = [n for n in extra if not n.startswith("accuracy/")]
+    return [n for n in (*wanted, *extra) if n in names]
+
+
+def plot_before_after(runs: list[Run], out_dir: str | Path, name: str = "before_after") -> list[Path]:
+    """Grouped bars (one colour per run) of each suite's metrics with 95% bootstrap CIs as error bars.
+
+    With two runs on the same tasks, the title of each metric says the paired difference and whether it
+    lies outside the paired-bootstrap CI ("*")."""
+    groups = _by_suite(runs)
+    fig, axes = plt.subplots(1, len(groups), figsize=(max(5.0, 4.2 * len(groups)), 4.2), squeeze=False)
+    for ax, (suite, suite_runs) in zip(axes[0], groups.items(), strict=True):
+        metrics = _suite_metrics(suite_runs)
+        diffs = {}
+        if len(suite_runs) >= 2 and suite_runs[0].tasks and suite_runs[-1].tasks:
+            try:
+                diffs = paired_bootstrap(suite_runs[0].tasks, suite_runs[-1].tasks)
+            except ValueError:
+                diffs = {}
+        x = np.arange(len(metrics))
+        width = 0.8 / max(1, len(suite_runs))
+        for i, run in enumerate(suite_runs):
+            vals, lo, hi = [], [], []
+            for m in metrics:
+                est = run.metric(m) or {"value": np.nan, "ci_low": np.nan, "ci_high": np.nan}
+                vals.append(est["value"])
+                lo.append(est["value"] - est["ci_low"])
+                hi.append(est["ci_high"] - est["value"])
+            pos = x + (i - (len(suite_runs) - 1) / 2) * width
+            ax.bar(pos, vals, width, label=run.label, color=COLORS[i % len(COLORS)])
+            ax.errorbar(
+                pos, vals, yerr=[np.nan_to_num(lo), np.nan_to_num(hi)], fmt="none", ecolor="k", capsize=3
+            )
+        labels = []
+        for m in metrics:
+            d = diffs.get(m)
+            labels.append(m if d is None else f"{m}\n{d.diff:+.2f}{'*' if d.outside_ci else ''}")
+        ax.set_xticks(x, labels, rotation=30, ha="right", fontsize=8)
+        ax.set_ylim(0, max(1.05, ax.get_ylim()[1]))
+        n = suite_runs[0].aggregate.get("n_tasks", "?")
+        ax.set_title(f"{suite} (n={n})")
+        ax.legend(fontsize=8)
+    fig.suptitle("Before vs after, 95% bootstrap CI (* = paired difference outside its CI)", fontsize=10)
+    return save(fig, out_dir, name)
+
+
+def plot_tool_usage(
+    runs: list[Run], out_dir: str | Path, name: str = "tool_usage", top: int = 12
+) -> list[Path]:
+    """Tool usage per run: histogram of calls per task and the share of calls going to each tool.
+
+    Scale saw trained models concentrate their calls on fewer, higher-value tools."""
+    fig, (ax_hist, ax_tools) = plt.subplots(1, 2, figsize=(11, 4))
+    hist = [r.aggregate.get("tool_usage", {}).get("calls_per_task_histogram", {}) for r in runs]
+    max_calls = max([int(k) for h in hist for k in h] or [0])
+    x = np.arange(max_calls + 1)
+    width = 0.8 / max(1, len(runs))
+    for i, (run, h) in enumerate(zip(runs, hist, strict=True)):
+        total = max(1, sum(h.values()))
+        ax_hist.bar(
+            x + i * width, [h.get(str(k), 0) / total for k in x], width, label=run.label, color=COLORS[i % 6]
+        )
+    ax_hist.set_xlabel("tool calls in the episode")
+    ax_hist.set_ylabel("share of tasks")
+    ax_hist.legend(fontsize=8)
+    ax_hist.set_title("calls per task")
+
+    per_tool = [r.aggregate.get("tool_usage", {}).get("calls_per_tool", {}) for r in runs]
+    totals: dict[str, int] = {}
+    for pt in per_tool:
+        for k, v in pt.items():
+            totals[k] = totals.get(k, 0) + v
+    tools = [k for k, _ in sorted(totals.items(), key=lambda kv: -kv[1])[:top]]
+    y = np.arange(len(tools))
+    height = 0.8 / max(1, len(runs))
+    for i, (run, pt) in enumerate(zip(runs, per_tool, strict=True)):
+        total = max(1, sum(pt.values()))
+        ax_tools.barh(
+            y + i * height,
+            [pt.get(t, 0) / total for t in tools],
+            height,
+            label=run.label,
+            color=COLORS[i % 6],
+        )
+    ax_tools.set_yticks(y + height * (len(runs) - 1) / 2, tools, fontsize=7)
+    ax_tools.invert_yaxis()
+    ax_tools.set_xlabel("share of the run's calls")
+    ax_tools.set_title(f"top {len(tools)} tools")
+    return save(fig, out_dir, name)
+
+
+def plot_finish_rate(runs: list[Run], out_dir: str | Path, name: str = "finish_rate") -> list[Path]:
+    """How episodes ended, per run (stacked shares of stop reasons); finish = an explicit finish call."""
+    reasons = ("finish", "no_tool_call", "max_turns", "length", "error")
+    fig, ax = plt.subplots(figsize=(max(4.0, 1.4 * len(runs) + 2), 4))
+    bottom = np.zeros(len(runs))
+    for j, reason in enumerate(reasons):
+        shares = []
+        for run in runs:
+            counts = run.aggregate.get("stop_reasons", {})
+            shares.append(counts.get(reason, 0) / max(1, sum(counts.values())))
+        ax.bar([f"{r.label}\n{r.suite}" for r in runs], shares, bottom=bottom, label=reason, color=COLORS[j])
+        bottom += np.array(shares)
+    ax.set_ylabel("share of episodes")
+    ax.set_ylim(0, 1.0)
+    ax.legend(fontsize=8, bbox_to_anchor=(1.02, 1), loc="upper left")
+    ax.set_title("How episodes ended")
+    return save(fig, out_dir, name)
+
+
+def read_metrics_jsonl(path: str | Path) -> list[dict[str, Any]]:
+    """A training run's metrics.jsonl (one JSON object per step); blank or broken lines are skipped."""
+    rows = []
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(obj, dict):
+            rows.append(obj)
+    return rows
+
+
+def plot_training_curves(
+    metrics_file: str | Path, out_dir: str | Path, name: str = "training_curves"
+) -> list[Path]:
+    """One panel per training metric found in metrics.jsonl, against the step."""
+    rows = read_metrics_jsonl(metrics_file)
+    panels = []
+    for title, keys in CURVES:
+        key = next((k for k in keys if any(isinstance(r.get(k), int | float) for r in rows)), None)
+        if key:
+            panels.append((title, key))
+    if not panels:
+        raise ValueError(
+            f"{metrics_file}: no known training metric found (looked for {[c[1] for c in CURVES]})"
+        )
+    cols = min(4, len(panels))
+    nrows = -(-len(panels) // cols)
+    fig, axes = plt.subplots(nrows, cols, figsize=(3.4 * cols, 2.8 * nrows), squeeze=False)
+    for ax, (title, key) in zip(axes.flat, panels, strict=False):
+        pts = [(r.get("step", i), r[key]) for i, r in enumerate(rows) if isinstance(r.get(key), int | float)]
+        steps, vals = np.array(pts, dtype=float).T
+        ax.plot(steps, vals, color=COLORS[1], lw=1.5)
+        std_key = next((k for k in REWARD_STD_KEYS if any(k in r for r in rows)), None)
+        if title.startswith("reward") and std_key:
+            std = np.array(
+                [r.get(std_key, np.nan) for r in rows if isinstance(r.get(key), int | float)], float
+            )
+            ax.fill_between(steps, vals - std, vals + std, color=COLORS[1], alpha=0.2)
+        ax.set_title(title, fontsize=9)
+        ax.set_xlabel("step", fontsize=8)
+    for ax in list(axes.flat)[len(panels) :]:
+        ax.axis("off")
+    fig.tight_layout()
+    return save(fig, out_dir, name)
+
+
+def load_reference(path: str | Path = REFERENCE_FILE) -> list[dict[str, Any]]:
+    """The published numbers with their sources (data/reference_results.json)."""
+    return json.loads(Path(path).read_text(encoding="utf-8"))["entries"]
+
+
+def plot_reference(
+    out_dir: str | Path,
+    runs: list[Run] | None = None,
+    reference: str | Path = REFERENCE_FILE,
+    name: str = "reference",
+) -> list[Path]:
+    """Published before -> after numbers (percent), beside this kit's runs when given.
+
+    Unverified entries (not found in the write-ups) are hatched and marked in their label."""
+    entries = [e for e in load_reference(reference) if e.get("before") is not None]
+    rows = [
+        (
+            f"{e['benchmark']} {e['metric']}\n{e['model']}{'' if e.get('verified') else ' (unverified)'}",
+            e["before"],
+            e["after"],
+            bool(e.get("verified")),
+        )
+        for e in entries
+    ]
+    for suite, suite_runs in _by_suite(runs or []).items():
+        if len(suite_runs) < 2:
+            continue
+        first, last = suite_runs[0], suite_runs[-1]
+        for m in _suite_metrics(suite_runs)[:3]:
+            b, a = first.metric(m), last.metric(m)
+            if b and a:
+                rows.append(
+                    (
+                        f"this kit: {suite} {m}\n{first.label} -> {last.label}",
+                        100 * b["value"],
+                        100 * a["value"],
+                        True,
+                    )
+                )
+    fig, ax = plt.subplots(figsize=(8, 0.55 * len(rows) + 1.5))
+    y = np.arange(len(rows))
+    for i, (_, before, after, verified) in enumerate(rows):
+        hatch = None if verified else "//"
+        ax.barh(i - 0.18, before, 0.36, color=COLORS[0], hatch=hatch, label="before" if i == 0 else None)
+        ax.barh(i + 0.18, after, 0.36, color=COLORS[1], hatch=hatch, label="after" if i == 0 else None)
+        ax.text(after + 0.5, i + 0.18, f"{before:.1f} -> {after:.1f}", va="center", fontsize=7)
+    ax.set_yticks(y, [r[0] for r in rows], fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlabel("%")
+    ax.set_xlim(0, 100)
+    ax.legend(fontsize=8, loc="upper right")
+    deltas = [e for e in load_reference(reference) if e.get("before") is None and e.get("delta") is not None]
+    notes = "; ".join(
+        f"{e['group'].split(':')[0]}: {e['delta']:+.1f} points on {e['benchmark']} ({e['model']})"
+        for e in deltas
+    )
+    if notes:
+        fig.text(
+            0.01,
+            -0.01,
+            "Reported as a gain only: " + notes + ". Hatched: not found in the cited write-ups.",
+            fontsize=7,
+            wrap=True,
+            va="top",
+        )
+    ax.set_title("Published results (sources in data/reference_results.json)", fontsize=10)
+    return save(fig, out_dir, name)
+
+
+def plot_all(
+    result_dirs: list[str | Path],
+    out_dir: str | Path,
+    labels: list[str] | None = None,
+    metrics_file: str | Path | None = None,
+    reference: str | Path | None = REFERENCE_FILE,
+) -> list[Path]:
+    """Every figure the given runs support; what `mcp-rl plot` calls. Returns the files written."""
+    if labels and len(labels) != len(result_dirs):
+        raise ValueError("give one label per results folder")
+    runs = [load_run(d, labels[i] if labels else None) for i, d in enumerate(result_dirs)]
+    paths: list[Path] = []
+    if runs:
+        paths += plot_before_after(runs, out_dir)
+        paths += plot_tool_usage(runs, out_dir)
+        paths += plot_finish_rate(runs, out_dir)
+    if metrics_file:
+        paths += plot_training_curves(metrics_file, out_dir)
+    if reference:
+        paths += plot_reference(out_dir, runs, reference)
+    return paths

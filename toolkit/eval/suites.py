@@ -1,0 +1,278 @@
+"""Evaluation suites and ``run_eval``: run a policy on a suite's tasks, score, aggregate, write results.
+
+Suites (``SUITES``):
+
+- ``kit-eval``: the held-out synthesized tasks (data/tasks/eval.jsonl: held-out templates and server
+  combinations), scored with the programmatic rubric reward (Scale: fraction of essential items passed)
+  and MCP-Atlas claim scoring (fulfilled 1 / partial 0.5).
+- ``bfcl-base``, ``bfcl-miss-func``, ``bfcl-miss-param``, ``bfcl-long-context``: the BFCL v4 multi-turn
+  categories shipped in ``bfcl-eval``, run through the kit's MCP-exposed BFCL servers by the same agent
+  loop, scored by BFCL's official checker (state + response check) through the ``bfcl`` reward.
+
+An eval output folder holds ``results.jsonl`` (one TaskResult per task), ``trajectories.jsonl``,
+``results.json`` (aggregates with bootstrap CIs + the run's config) and ``viewer.html``.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import inspect
+import json
+import platform
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from toolkit.eval.metrics import TaskResult, aggregate
+from toolkit.paths import DATA_DIR
+from toolkit.records import FINISH_TOOL, RewardResult, Task, Trajectory, read_jsonl, write_jsonl
+
+KIT_EVAL_TASKS = DATA_DIR / "tasks" / "eval.jsonl"
+# Versions recorded with every run, so a number can be traced to the code that produced it.
+VERSIONED_PACKAGES = ("mcp-rl-kit", "torch", "transformers", "trl", "peft", "mcp", "bfcl-eval", "numpy")
+
+Rollout = Callable[[list[Task]], list[Trajectory]]
+Scorer = Callable[[Task, Trajectory], RewardResult]
+
+
+@dataclass(frozen=True)
+class Suite:
+    """A named set of tasks and how to score them. ``rewards``: reward names, the first is primary."""
+
+    name: str
+    description: str
+    rewards: tuple[str, ...]
+    bfcl_category: str | None = None  # BFCL test category (bfcl-eval's name), None for kit-eval
+
+    def load_tasks(self, limit: int | None = None, tasks_file: str | Path | None = None) -> list[Task]:
+        """The suite's tasks, the first ``limit`` of them (the order is the file's, so deterministic)."""
+        if self.bfcl_category:
+            from toolkit.synth.bfcl_tasks import load_bfcl_tasks
+
+            return list(load_bfcl_tasks(self.bfcl_category, limit=limit))
+        path = Path(tasks_file or KIT_EVAL_TASKS)
+        if not path.exists():
+            raise FileNotFoundError(f"{path}: no held-out tasks; generate them with `mcp-rl synth`")
+        tasks = [t for t in read_jsonl(path, Task) if t.split == "eval"] or read_jsonl(path, Task)
+        return tasks[:limit] if limit is not None else tasks
+
+
+SUITES: dict[str, Suite] = {
+    "kit-eval": Suite(
+        "kit-eval", "held-out synthesized tasks; rubric + MCP-Atlas claim scoring", ("rubric", "atlas")
+    ),
+    "bfcl-base": Suite("bfcl-base", "BFCL v4 multi_turn_base", ("bfcl",), "multi_turn_base"),
+    "bfcl-miss-func": Suite(
+        "bfcl-miss-func", "BFCL v4 multi_turn_miss_func", ("bfcl",), "multi_turn_miss_func"
+    ),
+    "bfcl-miss-param": Suite(
+        "bfcl-miss-param", "BFCL v4 multi_turn_miss_param", ("bfcl",), "multi_turn_miss_param"
+    ),
+    "bfcl-long-context": Suite(
+        "bfcl-long-context", "BFCL v4 multi_turn_long_context", ("bfcl",), "multi_turn_long_context"
+    ),
+}
+
+
+def get_suite(name: str) -> Suite:
+    if name not in SUITES:
+        raise KeyError(f"unknown suite {name!r}; known: {', '.join(SUITES)}")
+    return SUITES[name]
+
+
+# ---- scoring -----------------------------------------------------------------------------------------
+
+
+def _rubric_items(task: Task, result: RewardResult | None) -> list[dict[str, Any]]:
+    """Rubric items of the task with the grader's verdict (``passed`` only for ``pass``)."""
+    verdicts = {}
+    if result is not None:
+        for g in result.details.get("items", []):
+            if isinstance(g, dict) and "id" in g:
+                verdicts[g["id"]] = g
+    items = []
+    for it in task.rubric:
+        g = verdicts.get(it.id, {})
+        items.append(
+            {
+                "id": it.id,
+                "text": it.text,
+                "category": it.category,
+                "essential": it.essential,
+                "verdict": g.get("verdict"),
+                "passed": g.get("verdict") == "pass",
+                "reason": g.get("reason", ""),
+            }
+        )
+    return items
+
+
+def task_result(suite: Suite, task: Task, traj: Trajectory, scorers: dict[str, Scorer]) -> TaskResult:
+    """Score one trajectory with the suite's rewards. A reward that raises is recorded as the task's
+    ``error`` (score 0) instead of ending the run."""
+    calls = [c for c in traj.calls if c.name != FINISH_TOOL]
+    scores: dict[str, RewardResult] = {}
+    errors = []
+    for name in suite.rewards:
+        try:
+            scores[name] = scorers[name](task, traj)
+        except Exception as exc:  # one broken score must not lose the run
+            errors.append(f"{name}: {type(exc).__name__}: {exc}")
+    primary = scores.get(suite.rewards[0])
+    if traj.stop_reason == "error" and not errors:
+        errors.append(f"episode: {traj.metadata.get('error', 'stopped with an error')}")
+    category = suite.bfcl_category or str(
+        task.metadata.get("kind") or task.metadata.get("template") or "task"
+    )
+    return TaskResult(
+        task_id=task.id,
+        suite=suite.name,
+        category=category,
+        score=float(primary.score) if primary else 0.0,
+        correct=(bool(primary and primary.score >= 1.0) if suite.bfcl_category else None),
+        atlas_score=float(scores["atlas"].score) if "atlas" in scores else None,
+        rubric=_rubric_items(task, scores.get("rubric")) if "rubric" in suite.rewards else [],
+        n_calls=len(calls),
+        n_failed_calls=sum(not c.ok for c in calls),
+        stop_reason=traj.stop_reason,
+        tool_counts=dict(Counter(c.name for c in calls)),
+        error="; ".join(errors) or None,
+        details={name: {"score": r.score, "breakdown": r.breakdown} for name, r in scores.items()},
+    )
+
+
+def default_scorers(suite: Suite) -> dict[str, Scorer]:
+    from toolkit.rewards import get_reward
+
+    return {name: get_reward(name) for name in suite.rewards}
+
+
+# ---- rollout -----------------------------------------------------------------------------------------
+
+
+def default_rollout(
+    policy_spec: str, adapter: str | None = None, seed: int = 0, **loop_config: Any
+) -> Rollout:
+    """Rollout through the kit's agent loop with ``make_policy(policy_spec)`` (``gold`` or a model)."""
+    import asyncio
+
+    from toolkit.agent.loop import run_episodes
+    from toolkit.agent.policies import make_policy
+
+    kwargs = {"adapter": adapter, "seed": seed}
+    params = inspect.signature(make_policy).parameters
+    accepted = {
+        k: v
+        for k, v in kwargs.items()
+        if k in params or any(p.kind == p.VAR_KEYWORD for p in params.values())
+    }
+    if adapter and "adapter" not in accepted:
+        raise TypeError("this policy factory takes no adapter")
+    policy = make_policy(policy_spec, **accepted)
+
+    def rollout(tasks: list[Task]) -> list[Trajectory]:
+        out = run_episodes(policy, tasks, **loop_config)
+        return asyncio.run(out) if inspect.isawaitable(out) else list(out)
+
+    return rollout
+
+
+# ---- the run -----------------------------------------------------------------------------------------
+
+
+def package_versions() -> dict[str, str | None]:
+    versions: dict[str, str | None] = {}
+    for name in VERSIONED_PACKAGES:
+        try:
+            versions[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            versions[name] = None
+    return versions
+
+
+def run_label(policy_spec: str, adapter: str | None) -> str:
+    """A short run name: the policy, plus the adapter folder when there is one."""
+    return f"{policy_spec}+{Path(adapter).name}" if adapter else policy_spec
+
+
+def run_eval(
+    policy_spec: str,
+    suite: str,
+    out_dir: str | Path,
+    adapter: str | None = None,
+    limit: int | None = None,
+    seed: int = 0,
+    *,
+    tasks: Sequence[Task] | None = None,
+    tasks_file: str | Path | None = None,
+    rollout: Rollout | None = None,
+    scorers: dict[str, Scorer] | None = None,
+    label: str | None = None,
+    n_boot: int = 2000,
+    viewer: bool = True,
+    loop_config: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Evaluate ``policy_spec`` (``gold`` or a model name) on ``suite``; write the output folder and
+    return the results.json content.
+
+    ``tasks`` / ``tasks_file`` override the suite's tasks; ``rollout`` and ``scorers`` replace the agent
+    loop and the rewards (tests, hosted models); ``loop_config`` goes to ``run_episodes``.
+    """
+    spec = get_suite(suite)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    task_list = list(tasks) if tasks is not None else spec.load_tasks(limit, tasks_file)
+    if tasks is not None and limit is not None:
+        task_list = task_list[:limit]
+    if not task_list:
+        raise ValueError(f"suite {suite!r} has no tasks to run")
+
+    started = time.time()
+    rollout = rollout or default_rollout(policy_spec, adapter, seed, **(loop_config or {}))
+    trajs = rollout(task_list)
+    if len(trajs) != len(task_list):
+        raise RuntimeError(f"rollout returned {len(trajs)} trajectories for {len(task_list)} tasks")
+    rollout_s = time.time() - started
+    by_id = {t.task_id: t for t in trajs}
+    ordered = [by_id.get(task.id, trajs[i]) for i, task in enumerate(task_list)]
+
+    scorers = scorers or default_scorers(spec)
+    results = [task_result(spec, task, traj, scorers) for task, traj in zip(task_list, ordered, strict=True)]
+
+    write_jsonl(out / "trajectories.jsonl", ordered)
+    write_jsonl(out / "results.jsonl", [r.to_dict() for r in results])
+    label = label or run_label(policy_spec, adapter)
+    summary = {
+        "suite": spec.name,
+        "label": label,
+        "config": {
+            "policy": policy_spec,
+            "model": None if policy_spec == "gold" else policy_spec,
+            "adapter": str(adapter) if adapter else None,
+            "seed": seed,
+            "limit": limit,
+            "n_tasks": len(task_list),
+            "rewards": list(spec.rewards),
+            "bfcl_category": spec.bfcl_category,
+            "tasks_file": str(tasks_file)
+            if tasks_file
+            else (None if spec.bfcl_category else str(KIT_EVAL_TASKS)),
+            "loop_config": loop_config or {},
+            "versions": package_versions(),
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+            "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
+            "rollout_seconds": round(rollout_s, 3),
+            "total_seconds": round(time.time() - started, 3),
+        },
+        "aggregate": aggregate(results, n_boot=n_boot, seed=seed),
+    }
+    (out / "results.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    if viewer:
+        from toolkit.eval.viewer import ViewerRun, write_viewer
+
+        write_viewer([ViewerRun(label, results, ordered)], out / "viewer.html", title=f"{spec.name}: {label}")
+    return summary
