@@ -1,0 +1,266 @@
+"""BFCL v4 multi-turn entries as kit tasks (categories base, miss_func, miss_param, long_context).
+
+An entry becomes one ``Task``: the first user turn is the prompt, later turns are ``followups`` (a
+turn where BFCL adds held-out functions, which has no user message, gets BFCL's own "I have updated
+some more functions..." message), the ground truth is parsed with ``ast`` into ``GoldCall``s with
+their turn, and ``metadata["bfcl"]`` keeps what BFCL's checker needs (id, category, initial_config,
+involved_classes, long_context, the ground-truth call strings) plus ``missed_function``:
+``{str(turn): [tool names]}`` for tools that are only offered from that turn on.
+
+Split: an entry's split comes from a hash of its index, which BFCL shares across the four categories
+(``multi_turn_base_7`` and ``multi_turn_long_context_7`` are the same scenario), so training on any
+category never sees a scenario held out for evaluation in another.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import time
+from typing import Any
+
+from toolkit.envs.bfcl import BFCL_SERVERS, bfcl_data_dir, parse_call, tool_names
+from toolkit.records import CallRecord, GoldCall, RubricItem, Task, Trajectory
+from toolkit.toolbox import Toolbox
+
+BFCL_CATEGORIES = ("base", "miss_func", "miss_param", "long_context")
+EVAL_FRACTION = 0.5  # Bespoke Labs' 50/50 split of BFCL multi-turn-base (reference 001)
+SPLIT_SALT = "mcp-rl-kit/bfcl-multi-turn"
+
+# What bfcl-eval sends in a turn that only adds held-out functions (DEFAULT_USER_PROMPT_FOR_ADDITIONAL_
+# FUNCTION_FC in bfcl_eval.constants.default_prompts; read from there when available).
+try:
+    from bfcl_eval.constants.default_prompts import (
+        DEFAULT_USER_PROMPT_FOR_ADDITIONAL_FUNCTION_FC as ADDED_FUNCTIONS_PROMPT,
+    )
+except ImportError:  # pragma: no cover - bfcl-eval not installed
+    ADDED_FUNCTIONS_PROMPT = "I have updated some more functions you can choose from. What about now?"
+
+
+def category_name(category: str) -> str:
+    """``"base"`` or ``"multi_turn_base"`` -> ``"base"``; anything else raises ValueError."""
+    short = category.removeprefix("multi_turn_")
+    if short not in BFCL_CATEGORIES:
+        raise ValueError(f"unknown BFCL multi-turn category {category!r}; choose from {BFCL_CATEGORIES}")
+    return short
+
+
+def split_of(entry_id: str) -> str:
+    """``"eval"`` or ``"train"``, deterministic from the entry's index (shared across categories)."""
+    index = entry_id.rsplit("_", 1)[-1]
+    digest = hashlib.sha256(f"{SPLIT_SALT}:{index}".encode()).hexdigest()
+    return "eval" if int(digest[:8], 16) / 0x1_0000_0000 < EVAL_FRACTION else "train"
+
+
+@functools.cache
+def _load_category(category: str) -> tuple[tuple[dict[str, Any], tuple[tuple[str, ...], ...]], ...]:
+    data = bfcl_data_dir()
+    name = f"BFCL_v4_multi_turn_{category}.json"
+    entries = _read_json_lines(data / name)
+    answers = {a["id"]: a["ground_truth"] for a in _read_json_lines(data / "possible_answer" / name)}
+    out = []
+    for entry in entries:
+        gt = answers.get(entry["id"])
+        if gt is None or len(gt) != len(entry["question"]):
+            raise ValueError(
+                f"{name}: ground truth missing or with the wrong number of turns for {entry['id']}"
+            )
+        out.append((entry, tuple(tuple(turn) for turn in gt)))
+    return tuple(out)
+
+
+def _read_json_lines(path: Any) -> list[dict[str, Any]]:
+    with open(path, encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh if line.strip()]
+
+
+def entry_to_task(entry: dict[str, Any], ground_truth: list[list[str]] | tuple[tuple[str, ...], ...]) -> Task:
+    """One BFCL multi-turn entry (and its ground truth) as a ``Task``."""
+    entry_id = entry["id"]
+    category = category_name(entry_id.rsplit("_", 1)[0])
+    classes = list(entry["involved_classes"])
+    missed = {str(turn): list(names) for turn, names in entry.get("missed_function", {}).items()}
+    held_out = {name for names in missed.values() for name in names}
+
+    turns = []
+    for messages in entry["question"]:
+        user = [m["content"] for m in messages if m.get("role") == "user"]
+        turns.append("\n".join(user) if user else ADDED_FUNCTIONS_PROMPT)
+
+    gold: list[GoldCall] = []
+    last_on_class: dict[str, int] = {}
+    for turn, calls in enumerate(ground_truth):
+        for text in calls:
+            name, args = parse_call(text)
+            cls = _class_of(name, classes, entry_id)
+            # BFCL's gold lists are ordered; a call depends on the previous call on the same stateful
+            # instance (cd before ls), MathAPI calls are stateless and independent.
+            deps = [last_on_class[cls]] if cls in last_on_class and cls != "MathAPI" else []
+            last_on_class[cls] = len(gold)
+            gold.append(GoldCall(name=name, arguments=args, depends_on=deps, turn=turn))
+
+    tools = [name for cls in classes for name in tool_names(cls) if name not in held_out]
+    return Task(
+        id=entry_id,
+        split=split_of(entry_id),
+        prompt=turns[0],
+        servers=[BFCL_SERVERS[cls] for cls in classes],
+        tools=tools,
+        seed=0,
+        gold=gold,
+        rubric=_rubric(gold),
+        followups=turns[1:],
+        metadata={
+            "kind": "bfcl",
+            "chain_length": len(gold),
+            "n_turns": len(turns),
+            "bfcl": {
+                "id": entry_id,
+                "category": category,
+                "initial_config": entry.get("initial_config", {}),
+                "involved_classes": classes,
+                "long_context": category == "long_context",
+                "missed_function": missed,
+                "excluded_function": list(entry.get("excluded_function", [])),
+                "path": list(entry.get("path", [])),
+                "ground_truth": [list(turn) for turn in ground_truth],
+            },
+        },
+    )
+
+
+def _class_of(name: str, classes: list[str], entry_id: str) -> str:
+    for cls in classes:
+        if name in tool_names(cls):
+            return cls
+    raise ValueError(f"{entry_id}: gold call {name!r} is not a function of {classes}")
+
+
+def _rubric(gold: list[GoldCall]) -> list[RubricItem]:
+    """One programmatic item per gold call (tool and argument values), for the kit's rubric rewards;
+    BFCL's own verdict is ``toolkit.rewards.bfcl.BFCLReward``."""
+    return [
+        RubricItem(
+            id=f"call{i}",
+            text=f"Turn {g.turn}: calls {g.name} with {json.dumps(g.arguments, sort_keys=True)}",
+            category="query_construction" if g.arguments else "tool_selection",
+            essential=True,
+            check={"type": "tool_args", "tools": [g.name], "args": dict(g.arguments)},
+        )
+        for i, g in enumerate(gold)
+    ]
+
+
+def load_bfcl_tasks(category: str, limit: int | None = None, *, split: str | None = None) -> list[Task]:
+    """The BFCL v4 multi-turn ``category`` (base | miss_func | miss_param | long_context) as tasks, in
+    BFCL's order; ``split="train"|"eval"`` keeps one split; ``limit`` keeps the first N after that."""
+    short = category_name(category)
+    if split not in (None, "train", "eval"):
+        raise ValueError(f"split must be 'train', 'eval' or None, not {split!r}")
+    tasks = []
+    for entry, gt in _load_category(short):
+        if split is not None and split_of(entry["id"]) != split:
+            continue
+        tasks.append(entry_to_task(entry, gt))
+        if limit is not None and len(tasks) >= limit:
+            break
+    return tasks
+
+
+def is_bfcl_task(task: Task) -> bool:
+    return "bfcl" in task.metadata
+
+
+def turn_prompts(task: Task) -> list[str]:
+    """The user message of every turn: the prompt, then the followups."""
+    return [task.prompt, *task.followups]
+
+
+def tools_at_turn(task: Task, turn: int) -> list[str]:
+    """Tool names offered at ``turn``: the task's tools plus held-out ones added at or before it."""
+    missed = task.metadata.get("bfcl", {}).get("missed_function", {})
+    added = [
+        name
+        for t, names in sorted(missed.items(), key=lambda kv: int(kv[0]))
+        if int(t) <= turn
+        for name in names
+    ]
+    return [*task.tools, *(n for n in added if n not in task.tools)]
+
+
+def gold_by_turn(task: Task) -> list[list[GoldCall]]:
+    """The gold calls grouped by turn (one list per user turn, possibly empty)."""
+    turns: list[list[GoldCall]] = [[] for _ in range(1 + len(task.followups))]
+    for call in task.gold:
+        turns[call.turn].append(call)
+    return turns
+
+
+__all__ = [
+    "ADDED_FUNCTIONS_PROMPT",
+    "BFCL_CATEGORIES",
+    "EVAL_FRACTION",
+    "category_name",
+    "entry_to_task",
+    "gold_by_turn",
+    "is_bfcl_task",
+    "load_bfcl_tasks",
+    "replay_gold",
+    "split_of",
+    "tools_at_turn",
+    "turn_prompts",
+]
+
+
+async def replay_gold(task: Task, toolbox: Toolbox, *, final_answer: str = "Done.") -> Trajectory:
+    """Run the task's gold calls through ``toolbox`` turn by turn, one call per assistant step, and
+    return the trajectory a perfect policy would produce (user message per turn, tool messages,
+    a short final answer per turn). Used by tests, the bench and as the reference gold policy."""
+    messages: list[dict[str, Any]] = []
+    calls: list[CallRecord] = []
+    turn_answers: list[str] = []
+    for turn, (prompt, gold) in enumerate(zip(turn_prompts(task), gold_by_turn(task), strict=True)):
+        messages.append({"role": "user", "content": prompt})
+        for step, g in enumerate(gold):
+            call_id = f"call_{turn}_{step}"
+            messages.append(
+                {
+                    "role": "assistant",
+                    "content": "",
+                    "tool_calls": [
+                        {
+                            "id": call_id,
+                            "type": "function",
+                            "function": {"name": g.name, "arguments": json.dumps(g.arguments)},
+                        }
+                    ],
+                }
+            )
+            start = time.perf_counter()
+            result = await toolbox.call_tool(g.name, dict(g.arguments))
+            latency = time.perf_counter() - start
+            messages.append({"role": "tool", "tool_call_id": call_id, "name": g.name, "content": result.text})
+            calls.append(
+                CallRecord(
+                    name=g.name,
+                    args=dict(g.arguments),
+                    ok=result.ok,
+                    error=None if result.ok else f"tool_error: {result.text}",
+                    result=result.text,
+                    latency=latency,
+                    turn=turn,
+                    step=step,
+                )
+            )
+        messages.append({"role": "assistant", "content": final_answer})
+        turn_answers.append(final_answer)
+    return Trajectory(
+        task_id=task.id,
+        messages=messages,
+        calls=calls,
+        final_answer=final_answer,
+        stop_reason="no_tool_call",
+        turn_answers=turn_answers,
+        metadata={"policy": "gold"},
+    )
