@@ -46,13 +46,16 @@ class Suite:
     description: str
     rewards: tuple[str, ...]
     bfcl_category: str | None = None  # BFCL test category (bfcl-eval's name), None for kit-eval
+    # BFCL: which split of the kit's 50/50 split (toolkit.synth.bfcl_tasks.split_of) to evaluate on;
+    # "eval" keeps scenarios that training never sees, None runs the whole category.
+    split: str | None = "eval"
 
     def load_tasks(self, limit: int | None = None, tasks_file: str | Path | None = None) -> list[Task]:
         """The suite's tasks, the first ``limit`` of them (the order is the file's, so deterministic)."""
         if self.bfcl_category:
             from toolkit.synth.bfcl_tasks import load_bfcl_tasks
 
-            return list(load_bfcl_tasks(self.bfcl_category, limit=limit))
+            return list(load_bfcl_tasks(self.bfcl_category, limit=limit, split=self.split))
         path = Path(tasks_file or KIT_EVAL_TASKS)
         if not path.exists():
             raise FileNotFoundError(f"{path}: no held-out tasks; generate them with `mcp-rl synth`")
@@ -171,6 +174,10 @@ def default_rollout(
     }
     if adapter and "adapter" not in accepted:
         raise TypeError("this policy factory takes no adapter")
+    if policy_spec != "gold":  # sampling policies: make generation reproducible
+        import torch
+
+        torch.manual_seed(seed)
     policy = make_policy(policy_spec, **accepted)
 
     def rollout(tasks: list[Task]) -> list[Trajectory]:
@@ -257,6 +264,7 @@ def run_eval(
             "n_tasks": len(task_list),
             "rewards": list(spec.rewards),
             "bfcl_category": spec.bfcl_category,
+            "split": spec.split if spec.bfcl_category else "eval",
             "tasks_file": str(tasks_file)
             if tasks_file
             else (None if spec.bfcl_category else str(KIT_EVAL_TASKS)),

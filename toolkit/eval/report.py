@@ -1,0 +1,99 @@
+"""Tables for notebooks and reports: metrics with CIs, paired before/after differences, published numbers.
+
+Plain pandas DataFrames built from eval output folders; nothing here runs a model.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from toolkit.eval.metrics import paired_bootstrap
+from toolkit.eval.plots import REFERENCE_FILE, Run, load_reference, load_run
+
+HEADLINE = (
+    "coverage",
+    "pass@0.50",
+    "pass@0.75",
+    "accuracy",
+    "atlas_coverage",
+    "tool_calls_per_task",
+    "tool_failure_rate",
+    "finish_rate",
+)
+
+
+def _run(r: Run | str | Path) -> Run:
+    return r if isinstance(r, Run) else load_run(r)
+
+
+def metrics_table(runs: list[Run | str | Path], metrics: tuple[str, ...] | None = None) -> pd.DataFrame:
+    """One row per (run, metric): value and 95% CI."""
+    rows = []
+    for r in map(_run, runs):
+        for name, m in r.aggregate.get("metrics", {}).items():
+            if metrics is None or name in metrics:
+                rows.append(
+                    {
+                        "suite": r.suite,
+                        "run": r.label,
+                        "metric": name,
+                        "value": m["value"],
+                        "ci_low": m["ci_low"],
+                        "ci_high": m["ci_high"],
+                        "n": m["n"],
+                    }
+                )
+    return pd.DataFrame(rows)
+
+
+def paired_table(
+    before: Run | str | Path,
+    after: Run | str | Path,
+    metrics: tuple[str, ...] | None = HEADLINE,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """after - before per metric on the shared tasks, paired-bootstrap CI, and whether 0 is outside it."""
+    b, a = _run(before), _run(after)
+    diffs = paired_bootstrap(b.tasks, a.tasks, seed=seed)
+    rows = [
+        {
+            "suite": a.suite,
+            "metric": k,
+            "before": d.before,
+            "after": d.after,
+            "diff": d.diff,
+            "ci_low": d.ci_low,
+            "ci_high": d.ci_high,
+            "n_pairs": d.n_pairs,
+            "outside_ci": d.outside_ci,
+        }
+        for k, d in diffs.items()
+        if metrics is None or k in metrics
+    ]
+    return pd.DataFrame(rows)
+
+
+def reference_table(reference: str | Path = REFERENCE_FILE) -> pd.DataFrame:
+    """The published numbers with absolute and relative change and their sources."""
+    rows: list[dict[str, Any]] = []
+    for e in load_reference(reference):
+        before, after = e.get("before"), e.get("after")
+        delta = e.get("delta", None if before is None else round(after - before, 2))
+        rel = None if not before else round(100 * (after - before) / before, 1)
+        rows.append(
+            {
+                "benchmark": e["benchmark"],
+                "metric": e["metric"],
+                "model": e["model"],
+                "before": before,
+                "after": after,
+                "delta_points": delta,
+                "relative_%": rel,
+                "verified": e["verified"],
+                "source": e["source"],
+            }
+        )
+    return pd.DataFrame(rows)
