@@ -34,6 +34,33 @@ def _as_traj(value: Any) -> Trajectory:
     return Trajectory.from_dict(value)
 
 
+class TRLRewardFunc:
+    """A kit reward as a TRL reward function (a picklable callable object; TRL logs its ``__name__``)."""
+
+    def __init__(self, reward: Reward, name: str | None = None, log_components: bool = True):
+        self.reward, self.log_components = reward, log_components
+        self.__name__ = name or f"reward_{reward.name}".replace("-", "_").replace("+", "_").replace("*", "x")
+
+    def __call__(self, prompts: list[Any], completions: list[Any], **kwargs: Any) -> list[float | None]:
+        if "trajectory" not in kwargs or "task" not in kwargs:
+            raise KeyError(
+                f"{self.__name__} needs the per-sample 'trajectory' (returned by the kit's rollout_func) and "
+                f"the dataset's 'task' column; got kwargs {sorted(kwargs)}"
+            )
+        tasks = [_as_task(t) for t in kwargs["task"]]
+        trajs = [_as_traj(t) for t in kwargs["trajectory"]]
+        results = self.reward.batch(tasks, trajs)
+        log_metric = kwargs.get("log_metric")
+        if self.log_components and callable(log_metric) and results:
+            for key in sorted({k for r in results for k in r.breakdown}):
+                vals = [r.breakdown[key] for r in results if key in r.breakdown]
+                log_metric(f"{self.__name__}/{key}", sum(vals) / len(vals))
+        return [None if r.details.get("unscorable") else float(r.score) for r in results]
+
+    def __repr__(self) -> str:
+        return f"<TRL reward function {self.__name__}>"
+
+
 def as_trl_reward_func(
     reward: Reward, name: str | None = None, log_components: bool = True
 ) -> Callable[..., list[float | None]]:
@@ -42,24 +69,6 @@ def as_trl_reward_func(
     Reads ``kwargs["task"]`` and ``kwargs["trajectory"]``. A result marked unscorable (e.g. every
     judge reply failed) becomes ``None``, which TRL treats as NaN and leaves out of the group baseline.
     With ``log_components`` the mean of each breakdown component goes to TRL's ``log_metric``.
+    ``f.__name__`` (default ``reward_<name>``) is the column TRL logs the reward under.
     """
-    func_name = name or f"reward_{reward.name}".replace("-", "_").replace("+", "_").replace("*", "x")
-
-    def reward_func(prompts: list[Any], completions: list[Any], **kwargs: Any) -> list[float | None]:
-        if "trajectory" not in kwargs or "task" not in kwargs:
-            raise KeyError(
-                f"{func_name} needs the per-sample 'trajectory' (returned by the kit's rollout_func) and the "
-                f"dataset's 'task' column; got kwargs {sorted(kwargs)}"
-            )
-        tasks = [_as_task(t) for t in kwargs["task"]]
-        trajs = [_as_traj(t) for t in kwargs["trajectory"]]
-        results = reward.batch(tasks, trajs)
-        log_metric = kwargs.get("log_metric")
-        if log_components and callable(log_metric) and results:
-            for key in sorted({k for r in results for k in r.breakdown}):
-                vals = [r.breakdown[key] for r in results if key in r.breakdown]
-                log_metric(f"{func_name}/{key}", sum(vals) / len(vals))
-        return [None if r.details.get("unscorable") else float(r.score) for r in results]
-
-    reward_func.__name__ = reward_func.__qualname__ = func_name
-    return reward_func
+    return TRLRewardFunc(reward, name, log_components)

@@ -1,0 +1,100 @@
+"""Registry, weighted composition, the TRL adapter and `mcp-rl score`."""
+
+import json
+
+import pytest
+
+from toolkit import cli
+from toolkit.records import write_jsonl
+from toolkit.rewards import as_trl_reward_func, combine, get_reward, list_rewards
+from toolkit.rewards.examples import TOOL_SCHEMAS, example_gold, example_tasks, helpdesk_task
+from toolkit.rewards.perturb import PERTURBATIONS, perturb, sample_group
+
+
+def test_registry_names_and_unknown():
+    assert {"rubric", "rubric-judge", "atlas", "prove", "graduated", "toolrl", "bfcl"} <= set(list_rewards())
+    with pytest.raises(KeyError, match="unknown reward"):
+        get_reward("nope")
+    r = get_reward("prove", alpha=0.25, tool_schemas=TOOL_SCHEMAS)
+    assert r.name == "prove" and r.alpha == 0.25
+
+
+def test_combine_weights_and_breakdown():
+    task = helpdesk_task()
+    tr = perturb(task, example_gold(task), ["swap_calls", "wrong_answer"], seed=3)
+    rubric, grad = get_reward("rubric"), get_reward("graduated")
+    both = combine([(rubric, 0.7), (grad, 0.3)])
+    res = both(task, tr)
+    assert res.score == pytest.approx(0.7 * rubric(task, tr).score + 0.3 * grad(task, tr).score)
+    assert res.breakdown["graduated"] == grad(task, tr).score
+    assert res.breakdown["graduated.orchestration"] == grad(task, tr).breakdown["orchestration"]
+    assert both.range == (0.0, 1.0)
+    assert [r.score for r in both.batch([task, task], [tr, tr])] == [res.score, res.score]
+    with pytest.raises(ValueError, match="unique"):
+        combine([(rubric, 1), (rubric, 1)])
+
+
+def test_trl_reward_func_reads_task_and_trajectory_kwargs():
+    tasks = example_tasks()
+    trajs = [perturb(t, example_gold(t), ["drop_call"], seed=1) for t in tasks]
+    reward = get_reward("prove", tool_schemas=TOOL_SCHEMAS)
+    fn = as_trl_reward_func(reward)
+    assert fn.__name__ == "reward_prove"  # trl.trainer.utils.get_callable_name reads __name__
+    logged = {}
+    out = fn(
+        prompts=[[{"role": "user", "content": t.prompt}] for t in tasks],
+        completions=[[{"role": "assistant", "content": tr.final_answer}] for tr in trajs],
+        completion_ids=[[1]] * 3,
+        task=[json.dumps(tasks[0].to_dict()), tasks[1].to_dict(), tasks[2].to_dict()],
+        trajectory=[tr.to_dict() for tr in trajs],
+        log_metric=lambda k, v: logged.__setitem__(k, v),
+        trainer_state=None,
+    )
+    assert out == [reward(t, tr).score for t, tr in zip(tasks, trajs, strict=True)]
+    assert "reward_prove/coverage" in logged
+    with pytest.raises(KeyError, match="trajectory"):
+        fn(prompts=["p"], completions=["c"], task=[tasks[0].to_dict()])
+
+
+def test_trl_reward_func_returns_none_when_unscorable():
+    task = helpdesk_task()
+    task.rubric = []
+    fn = as_trl_reward_func(get_reward("rubric"))
+    assert fn(
+        prompts=["p"], completions=["c"], task=[task.to_dict()], trajectory=[example_gold(task).to_dict()]
+    ) == [None]
+
+
+def test_perturbation_sampler_is_deterministic_and_keeps_gold_intact():
+    import random
+
+    task = helpdesk_task()
+    gold = example_gold(task)
+    a = sample_group(task, gold, 6, random.Random(7))
+    b = sample_group(task, gold, 6, random.Random(7))
+    assert [t.to_dict() for t in a] == [t.to_dict() for t in b]
+    assert gold.to_dict() == example_gold(task).to_dict()
+    for name in PERTURBATIONS:  # each edit runs and leaves a valid record
+        perturb(task, gold, [name], seed=0).to_dict()
+    assert perturb(task, gold, ["drop_call"], seed=0).state_diff in ({}, gold.state_diff)
+
+
+def test_score_cli(tmp_path, capsys):
+    tasks = example_tasks()
+    trajs = [example_gold(t) for t in tasks] + [perturb(tasks[0], example_gold(tasks[0]), ["empty_answer"])]
+    write_jsonl(tmp_path / "tasks.jsonl", tasks)
+    write_jsonl(tmp_path / "trajs.jsonl", trajs)
+    args = ["score", "--reward", "rubric", "--tasks", str(tmp_path / "tasks.jsonl"),
+            "--trajectories", str(tmp_path / "trajs.jsonl")]  # fmt: skip
+    assert cli.main([*args, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    scores = [row["score"] for row in out["trajectories"]]
+    rubric = get_reward("rubric")
+    assert scores == [rubric(tasks[i if i < 3 else 0], tr).score for i, tr in enumerate(trajs)]
+    assert out["aggregate"]["mean"] == pytest.approx(sum(scores) / 4)
+    assert out["aggregate"]["full_marks"] == pytest.approx(3 / 4)
+    assert cli.main(args) == 0 and "full marks=75.0%" in capsys.readouterr().out
+    (tmp_path / "bad.jsonl").write_text(json.dumps(trajs[0].to_dict()) + "\n{not json\n")
+    bad = [*args[:-1], str(tmp_path / "bad.jsonl")]
+    assert cli.main(bad) == 1
+    assert "bad.jsonl:2" in capsys.readouterr().err

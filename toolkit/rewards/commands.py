@@ -1,0 +1,96 @@
+"""`mcp-rl score`: score trajectories against their tasks with any registered reward."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from typing import Any
+
+from toolkit.records import RecordError, Task, Trajectory, read_jsonl
+
+
+def register(subparsers: Any) -> None:
+    from toolkit.rewards.base import list_rewards
+
+    p = subparsers.add_parser(
+        "score",
+        help="score trajectories with a reward (per trajectory and aggregate)",
+        description="Score each trajectory against its task (matched by task_id) with a reward.",
+    )
+    p.add_argument("--reward", required=True, choices=list_rewards(), help="reward name")
+    p.add_argument("--tasks", required=True, help="tasks JSONL")
+    p.add_argument("--trajectories", required=True, help="trajectories JSONL")
+    p.add_argument(
+        "--config",
+        default="{}",
+        help="reward config as JSON, e.g. '{\"alpha\": 0.3}' or, for rubric-judge, "
+        '\'{"base_url": "http://127.0.0.1:8000/v1", "model": "M", "api_key_env": "JUDGE_KEY"}\'',
+    )
+    p.add_argument("--json", action="store_true", help="print everything as one JSON object")
+    p.set_defaults(func=run_score)
+
+
+def score_files(reward_name: str, tasks_path: str, trajs_path: str, config: dict[str, Any]) -> dict[str, Any]:
+    """Per-trajectory results and aggregates (mean score, mean of each breakdown component)."""
+    from toolkit.rewards.base import get_reward
+
+    tasks = {t.id: t for t in read_jsonl(tasks_path, Task)}
+    trajs: list[Trajectory] = read_jsonl(trajs_path, Trajectory)
+    missing = sorted({tr.task_id for tr in trajs} - set(tasks))
+    if missing:
+        raise RecordError(
+            f"{trajs_path}: trajectories for unknown task id(s) {missing[:5]} (not in {tasks_path})"
+        )
+    reward = get_reward(reward_name, **config)
+    results = reward.batch([tasks[tr.task_id] for tr in trajs], trajs)
+    rows = [
+        {
+            "task_id": tr.task_id,
+            "score": r.score,
+            "breakdown": r.breakdown,
+            "ungraded": r.details.get("ungraded", 0),
+        }
+        for tr, r in zip(trajs, results, strict=True)
+    ]
+    agg: dict[str, Any] = {"n": len(rows), "reward": reward.name, "range": list(reward.range)}
+    if rows:
+        agg["mean"] = sum(r["score"] for r in rows) / len(rows)
+        agg["full_marks"] = sum(math.isclose(r["score"], reward.range[1]) for r in rows) / len(rows)
+        keys = sorted({k for r in rows for k in r["breakdown"]})
+        agg["components"] = {
+            k: sum(r["breakdown"][k] for r in rows if k in r["breakdown"])
+            / sum(k in r["breakdown"] for r in rows)
+            for k in keys
+        }
+        agg["ungraded"] = sum(r["ungraded"] for r in rows)
+    return {"aggregate": agg, "trajectories": rows}
+
+
+def run_score(args: argparse.Namespace) -> int:
+    try:
+        config = json.loads(args.config)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"--config is not valid JSON: {exc}") from exc
+    out = score_files(args.reward, args.tasks, args.trajectories, config)
+    if args.json:
+        json.dump(out, sys.stdout, indent=1, default=str)
+        print()
+        return 0
+    agg = out["aggregate"]
+    print(f"{'task_id':<32} {'score':>8}  components")
+    for row in out["trajectories"]:
+        comps = " ".join(f"{k}={v:.3g}" for k, v in row["breakdown"].items() if "." not in k)
+        print(f"{row['task_id']:<32} {row['score']:>8.3f}  {comps}")
+    if agg["n"]:
+        lo, hi = agg["range"]
+        print(
+            f"\n{agg['reward']}: n={agg['n']} mean={agg['mean']:.3f} full marks={agg['full_marks']:.1%} range=[{lo}, {hi}]"
+        )
+        print("components: " + " ".join(f"{k}={v:.3f}" for k, v in agg["components"].items()))
+        if agg["ungraded"]:
+            print(f"ungraded items: {agg['ungraded']}")
+    else:
+        print("no trajectories")
+    return 0
