@@ -32,6 +32,7 @@ class Step:
     normalize: dict[str, str] = field(default_factory=dict)
     purpose: str = ""
     produces: str = ""  # the field a later step consumes ("customer_id"), for the rubric text
+    optional: bool = False  # a helpful but not required call (a calculator step): optional rubric items
 
 
 @dataclass

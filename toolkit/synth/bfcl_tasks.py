@@ -5,7 +5,9 @@ turn where BFCL adds held-out functions, which has no user message, gets BFCL's 
 some more functions..." message), the ground truth is parsed with ``ast`` into ``GoldCall``s with
 their turn, and ``metadata["bfcl"]`` keeps what BFCL's checker needs (id, category, initial_config,
 involved_classes, long_context, the ground-truth call strings) plus ``missed_function``:
-``{str(turn): [tool names]}`` for tools that are only offered from that turn on.
+``{str(turn): [tool names]}`` for tools that are only offered from that turn on. ``task.tools`` holds
+every tool of the involved classes, held-out ones included (the episode routes them, as bfcl-eval's
+executor runs any method); the agent loop shows a held-out tool from its turn on (``tools_at_turn``).
 
 Split: an entry's split comes from a hash of its index, which BFCL shares across the four categories
 (``multi_turn_base_7`` and ``multi_turn_long_context_7`` are the same scenario), so training on any
@@ -100,7 +102,9 @@ def entry_to_task(entry: dict[str, Any], ground_truth: list[list[str]] | tuple[t
             last_on_class[cls] = len(gold)
             gold.append(GoldCall(name=name, arguments=args, depends_on=deps, turn=turn))
 
-    tools = [name for cls in classes for name in tool_names(cls) if name not in held_out]
+    tools = [name for cls in classes for name in tool_names(cls)]
+    if held_out - set(tools):
+        raise ValueError(f"{entry_id}: missed functions {sorted(held_out - set(tools))} not in {classes}")
     return Task(
         id=entry_id,
         split=split_of(entry_id),
@@ -178,15 +182,11 @@ def turn_prompts(task: Task) -> list[str]:
 
 
 def tools_at_turn(task: Task, turn: int) -> list[str]:
-    """Tool names offered at ``turn``: the task's tools plus held-out ones added at or before it."""
-    missed = task.metadata.get("bfcl", {}).get("missed_function", {})
-    added = [
-        name
-        for t, names in sorted(missed.items(), key=lambda kv: int(kv[0]))
-        if int(t) <= turn
-        for name in names
-    ]
-    return [*task.tools, *(n for n in added if n not in task.tools)]
+    """Tool names offered to the model at ``turn``: the task's tools minus those held out until a
+    later turn (BFCL miss_func)."""
+    missed = (task.metadata.get("bfcl") or {}).get("missed_function") or {}
+    later = {name for t, names in missed.items() if int(t) > turn for name in names}
+    return [name for name in task.tools if name not in later]
 
 
 def gold_by_turn(task: Task) -> list[list[GoldCall]]:

@@ -23,7 +23,11 @@ def task_signature(task: Task) -> str:
         r.check for r in task.rubric if r.check.get("type") in ("state", "clarification", "no_tool_calls")
     ]
     gold = [[g.name, g.arguments] for g in task.gold]
-    return json.dumps([task.metadata.get("template"), gold, task.answers, state], sort_keys=True, default=str)
+    # No gold calls (clarification, abstention): the request itself is the task.
+    asked = " ".join(re.findall(r"[a-z0-9@.\-]+", task.prompt.lower())) if not task.gold else ""
+    return json.dumps(
+        [task.metadata.get("template"), gold, task.answers, state, asked], sort_keys=True, default=str
+    )
 
 
 def trigrams(text: str) -> frozenset[tuple[str, ...]]:

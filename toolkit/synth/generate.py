@@ -54,7 +54,7 @@ def held_out_elements(template: Template, draft: Draft) -> list[str]:
     out = []
     if template.eval_only:
         out.append("template")
-    if draft.phrasing.startswith("e"):
+    if any(p.startswith("e") for p in draft.phrasing.split("+")):
         out.append("phrasing")
     if tuple(sorted(set(draft.servers))) in EVAL_SERVER_COMBOS:
         out.append("servers")
@@ -133,7 +133,8 @@ def default_env() -> tuple[Callable[[int], Any], Mapping[str, ToolSpec], OpenEpi
     from toolkit.envs.registry import server_names, tool_specs
     from toolkit.envs.state import base_world
 
-    specs = {s.name: s for s in tool_specs(server_names())}
+    # BFCL servers have their own tasks (toolkit/synth/bfcl_tasks.py); the kit's domain servers share a world.
+    specs = {s.name: s for s in tool_specs([n for n in server_names() if not n.startswith("bfcl")])}
     return base_world, specs, open_episode
 
 
@@ -152,9 +153,11 @@ def generate(
     usable = {
         tid: t
         for tid, t in templates.items()
-        if t.calls[1] >= config.min_calls
-        and t.calls[0] <= config.max_calls
-        and config.kind_weights.get(t.kind, 0) > 0
+        if config.kind_weights.get(t.kind, 0) > 0
+        and (
+            t.kind in ("clarify", "abstain")
+            or (t.calls[1] >= config.min_calls and t.calls[0] <= config.max_calls)
+        )
     }
     summary: dict[str, Any] = {"config": config.to_dict(), "splits": {}}
     timings: dict[str, float] = {}
@@ -215,7 +218,13 @@ def _generate_split(
             tpl = pool[choices[rng.randrange(len(choices))]]
             world_seed = seeds[rng.randrange(len(seeds))]
             ctx = Ctx(
-                world=world_fn(world_seed), rng=rng, split=split, world_seed=world_seed, tools=tool_names
+                world=world_fn(world_seed),
+                rng=rng,
+                split=split,
+                world_seed=world_seed,
+                tools=tool_names,
+                min_calls=config.min_calls,
+                max_calls=2 if short else config.max_calls,
             )
             try:
                 draft = tpl.build(ctx)

@@ -66,7 +66,7 @@ def build_rubric(draft: Draft) -> list[RubricItem]:
         norms = {k: r for k, r in step.normalize.items() if k in args}
         if norms:
             check["normalize"] = norms
-        items.append(("query_construction", text + ".", True, check))
+        items.append(("query_construction", text + ".", not step.optional, check))
 
     seen_order: set[tuple[str, str]] = set()
     for step in draft.steps:
@@ -81,7 +81,7 @@ def build_rubric(draft: Draft) -> list[RubricItem]:
                 (
                     "multi_step_planning",
                     f"The model must call {first.name} before {step.name}{via}.",
-                    True,
+                    not (first.optional or step.optional),
                     {
                         "type": "order",
                         "first": [first.name, *first.alternatives],

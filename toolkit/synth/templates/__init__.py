@@ -32,6 +32,9 @@ class Ctx:
     split: str = "train"
     world_seed: int = 0
     phrasing: str = ""
+    min_calls: int = 1  # the generator's chain-length bounds, for templates of variable length
+    max_calls: int = 8
+    bare: bool = False  # multi-part prompts: return the core sentence, the combinator dresses the whole
     # Set by the generator: the tool-spec names that exist (templates skip tools the envs lack).
     tools: frozenset[str] = field(default_factory=frozenset)
 
@@ -44,7 +47,8 @@ class Ctx:
         else:
             i = self.rng.randrange(len(train))
             self.phrasing, text = f"t{i}", train[i]
-        return dress(self.rng, text.format(**fields))
+        text = text.format(**fields)
+        return text if self.bare else dress(self.rng, text)
 
     def records(
         self, collection: str, where: Callable[[dict[str, Any]], bool] | None = None

@@ -1,0 +1,3 @@
+"""Imports every template module so their ``@template`` registrations run (order = registry order)."""
+
+from toolkit.synth.templates import chains, crm, helpdesk, meta, multipart  # noqa: F401
