@@ -20,6 +20,7 @@ from typing import Any
 
 TODAY = date(2025, 11, 15)
 NOW = datetime(2025, 11, 15, 9, 0, 0)
+NOW_ISO = NOW.isoformat(timespec="minutes")  # the time stamped on every write
 
 World = dict[str, dict[str, dict[str, Any]]]
 
@@ -339,6 +340,9 @@ def generate_world(seed: int = 0) -> World:
     add_file("/shared/todo.txt", "- renew Granite Bank contract\n- fix export timeout\n")
     files["/shared/policies"] = {"path": "/shared/policies", "type": "symlink", "target": "/docs/policies",
                                  "content": None, "modified": _iso(NOW - timedelta(days=2))}  # fmt: skip
+    # A planted trap: a link whose target climbs out of the workspace (the sandbox must refuse it).
+    files["/shared/escape"] = {"path": "/shared/escape", "type": "symlink", "target": "../../etc",
+                               "content": None, "modified": _iso(NOW - timedelta(days=2))}  # fmt: skip
     w["files"] = files
 
     quotes: dict[str, dict] = {}

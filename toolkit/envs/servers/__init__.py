@@ -1,7 +1,27 @@
 """The kit's domain MCP servers, one module each (see ``toolkit.envs.registry``)."""
 
 from toolkit.envs.servers.calculator import Calculator
+from toolkit.envs.servers.calendar import Calendar
+from toolkit.envs.servers.chat import Chat
 from toolkit.envs.servers.crm import Crm
+from toolkit.envs.servers.directory import Directory
+from toolkit.envs.servers.email import Email
+from toolkit.envs.servers.filesystem import Filesystem
+from toolkit.envs.servers.finance import Finance
 from toolkit.envs.servers.helpdesk import Helpdesk
+from toolkit.envs.servers.shop import Shop
+from toolkit.envs.servers.weather import Weather
 
-SERVER_CLASSES = [Helpdesk, Crm, Calculator]
+SERVER_CLASSES = [
+    Helpdesk,
+    Crm,
+    Directory,
+    Calendar,
+    Email,
+    Filesystem,
+    Shop,
+    Finance,
+    Weather,
+    Chat,
+    Calculator,
+]

@@ -10,13 +10,14 @@ its own ``WorldState``.
 from __future__ import annotations
 
 import difflib
+import json
 from collections.abc import Callable, Iterable, Sequence
 from typing import Annotated, Any, ClassVar
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools.base import Tool
-from mcp_types import ToolAnnotations
+from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
 from toolkit.envs.state import WorldState
@@ -92,6 +93,24 @@ def matches(text: str | None, query: str | None) -> bool:
 _TEMPLATES: dict[type, list[Tool]] = {}
 
 
+def _inline(method: Callable[..., dict[str, Any]]) -> Callable[..., Any]:
+    """Run a tool inline on the event loop and answer compact one-line JSON.
+
+    The SDK runs sync tools on a worker thread (a thread hop per call, the main cost in-process); ours
+    are quick and touch only their episode's state, so they run as coroutines. The text block is one
+    line of JSON (the SDK's default is indented), which costs the model fewer tokens.
+    """
+
+    async def call(**kwargs: Any) -> CallToolResult:
+        result = method(**kwargs)
+        return CallToolResult(
+            content=[TextContent(type="text", text=json.dumps(result, ensure_ascii=False, default=str))],
+            structured_content=result,
+        )
+
+    return call
+
+
 class DomainServer:
     """Base class of the kit's MCP servers. Subclasses set ``name``/``description`` and add ``@tool`` methods."""
 
@@ -120,7 +139,7 @@ class DomainServer:
     def mcp_server(self, only: set[str] | None = None) -> MCPServer:
         """An MCPServer whose tools act on this instance's world state."""
         tools = [
-            t.model_copy(update={"fn": getattr(self, t.name)})
+            t.model_copy(update={"fn": _inline(getattr(self, t.name)), "is_async": True})
             for t in self.templates()
             if only is None or t.name in only
         ]

@@ -264,7 +264,7 @@ class Crm(DomainServer):
     def log_activity(
         self,
         deal_id: DealId,
-        kind: Literal["call", "meeting", "email", "note"],
+        kind: Annotated[Literal["call", "meeting", "email", "note"], Field(description="Kind of activity.")],
         summary: Annotated[str, Field(min_length=2, description="What happened.")],
     ) -> dict[str, Any]:
         """Record a call, meeting, email or note on a deal."""

@@ -95,7 +95,7 @@ class Helpdesk(DomainServer):
         requester_id: Annotated[str, Field(description="Customer id of the requester, e.g. 'cu-001'.")],
         subject: Annotated[str, Field(min_length=3, description="Short summary of the problem.")],
         description: Annotated[str, Field(description="Full description; becomes the first comment.")],
-        priority: Priority = "normal",
+        priority: Annotated[Priority, Field(description="Ticket priority.")] = "normal",
         tags: Annotated[list[str] | None, Field(description="Tags to attach, e.g. ['billing'].")] = None,
     ) -> dict[str, Any]:
         """Create a new ticket on behalf of a customer. Returns the new ticket."""
@@ -168,7 +168,9 @@ class Helpdesk(DomainServer):
         return _summary(t)
 
     @tool(idempotent=True)
-    def set_ticket_priority(self, ticket_id: TicketId, priority: Priority) -> dict[str, Any]:
+    def set_ticket_priority(
+        self, ticket_id: TicketId, priority: Annotated[Priority, Field(description="The new priority.")]
+    ) -> dict[str, Any]:
         """Change a ticket's priority."""
         t = self._edit(ticket_id)
         t["priority"] = priority
@@ -297,3 +299,25 @@ class Helpdesk(DomainServer):
             keys = t["tags"] if group_by == "tag" else [t[group_by]]
             counts.update(str(k) for k in keys)
         return {"group_by": group_by, "counts": dict(sorted(counts.items())), "total": sum(counts.values())}
+
+    @tool(read_only=True)
+    def agent_workload(self) -> dict[str, Any]:
+        """Open and pending tickets per support agent (with names), busiest first."""
+        load: dict[str, dict[str, Any]] = {}
+        for s in self.db.values("staff"):
+            if s["team"] == "support":
+                load[s["id"]] = {
+                    "staff_id": s["id"],
+                    "name": s["name"],
+                    "active": s["active"],
+                    "open": 0,
+                    "pending": 0,
+                }
+        for t in self.db.values("tickets"):
+            if t["assignee_id"] in load and t["status"] in ("open", "pending"):
+                load[t["assignee_id"]][t["status"]] += 1
+        rows = sorted(load.values(), key=lambda r: (-(r["open"] + r["pending"]), r["staff_id"]))
+        return {
+            "agents": rows,
+            "unassigned": sum(1 for t in self.db.values("tickets") if t["assignee_id"] is None),
+        }
