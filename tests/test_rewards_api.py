@@ -98,3 +98,14 @@ def test_score_cli(tmp_path, capsys):
     bad = [*args[:-1], str(tmp_path / "bad.jsonl")]
     assert cli.main(bad) == 1
     assert "bad.jsonl:2" in capsys.readouterr().err
+
+
+def test_trl_reward_func_pickles():
+    import pickle
+
+    fn = pickle.loads(pickle.dumps(as_trl_reward_func(get_reward("graduated"), name="grad")))
+    task = helpdesk_task()
+    assert fn.__name__ == "grad"
+    assert fn(
+        prompts=["p"], completions=["c"], task=[task.to_dict()], trajectory=[example_gold(task).to_dict()]
+    ) == [1.0]

@@ -23,7 +23,10 @@ HALLUCINATED_TOOL = "lookup_everything"
 
 
 def gold_answer(task: Task) -> str:
-    """An answer that states every expected value (what the gold policy says at the end)."""
+    """What the gold policy says at the end: the synthesizer's reference answer when the task has one
+    (``metadata["reference_answer"]``), else a list of every expected value."""
+    if task.metadata.get("reference_answer"):
+        return str(task.metadata["reference_answer"])
     return "; ".join(f"{k}: {v}" for k, v in task.answers.items()) or "Done."
 
 

@@ -1,0 +1,86 @@
+"""Execute a scripted list of tool calls in a fresh episode (``toolkit.envs.open_episode``) and record
+the trajectory: the minimal gold replay the rewards need to check themselves end to end (the agent
+area's ``mcp-rl rollout --policy gold`` is the full loop), and the executor behind the perturbation
+sampler when it should see real tool results and real state diffs instead of approximations."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from toolkit.records import CallRecord, Task, Trajectory
+from toolkit.rewards.perturb import gold_answer
+
+RESULT_CHARS = 2000  # tool outputs kept on the record (the loop truncates similarly)
+
+
+def _error_kind(text: str) -> str:
+    if text.startswith("Unknown tool"):
+        return "unknown_tool"
+    if text.startswith("timeout"):
+        return "timeout"
+    if text.startswith("Arguments for"):
+        return "schema"
+    return "tool_error"
+
+
+async def execute_calls(
+    task: Task, calls: Sequence[tuple[str, dict[str, Any] | None]], answer: str, policy: str = "script"
+) -> Trajectory:
+    """Run ``calls`` (name, args; args None = unparseable) in order in a fresh episode of ``task``."""
+    from toolkit.envs import open_episode
+
+    records: list[CallRecord] = []
+    async with open_episode(task) as box:
+        for step, (name, args) in enumerate(calls):
+            if args is None:  # what the loop does with arguments it could not parse: a tool error, no call
+                records.append(
+                    CallRecord(name, None, False, "bad_json: arguments are not valid JSON", None, step=step)
+                )
+                continue
+            t0 = time.perf_counter()
+            res = await box.call_tool(name, dict(args))
+            error = None if res.ok else f"{_error_kind(res.text)}: {res.text[:200]}"
+            records.append(
+                CallRecord(
+                    name,
+                    dict(args),
+                    res.ok,
+                    error,
+                    res.text[:RESULT_CHARS],
+                    time.perf_counter() - t0,
+                    step=step,
+                )
+            )
+        diff = box.state_diff()
+    messages = [{"role": "user", "content": task.prompt}, {"role": "assistant", "content": answer}]
+    return Trajectory(
+        task_id=task.id,
+        messages=messages,
+        calls=records,
+        final_answer=answer,
+        stop_reason="finish",
+        state_diff=diff,
+        turn_answers=[answer] if answer else [],
+        n_parse_errors=sum(a is None for _, a in calls),
+        metadata={"policy": policy},
+    )
+
+
+def replay_gold(task: Task) -> Trajectory:
+    """The gold trajectory of ``task``, executed for real (results, state diff)."""
+    calls = [(g.name, g.arguments) for g in task.gold]
+    return asyncio.run(execute_calls(task, calls, gold_answer(task), policy="gold"))
+
+
+def reexecute(task: Task, traj: Trajectory) -> Trajectory:
+    """``traj``'s calls and answer, executed for real in a fresh episode (perturbed trajectories)."""
+    calls = [(c.name, c.args) for c in traj.calls]
+    out = asyncio.run(
+        execute_calls(task, calls, traj.final_answer, policy=traj.metadata.get("policy", "script"))
+    )
+    out.turn_answers, out.stop_reason = list(traj.turn_answers), traj.stop_reason
+    out.metadata = {**traj.metadata, "executed": True}
+    return out
