@@ -1,0 +1,71 @@
+"""`mcp-rl rollout`: run a policy (or the gold replay) on a tasks file, write trajectories as JSONL."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "rollout",
+        help="run a policy (or gold) on tasks through the agent loop; write trajectories (JSONL)",
+        description="Run the agent loop over a tasks file. POLICY: gold | hf:<name> | <name> "
+        "(tiny-random, smollm2-135m, a Hugging Face id or folder) | openai:<model>@<base_url> | vllm:<model>.",
+    )
+    p.add_argument("--policy", required=True, help="gold, a model name, openai:<model>@<url> or vllm:<model>")
+    p.add_argument("--tasks", required=True, help="tasks JSONL (records.Task)")
+    p.add_argument("--out", required=True, help="trajectories JSONL to write")
+    p.add_argument("--n", type=int, default=1, help="samples per task (default 1)")
+    p.add_argument("--adapter", default=None, help="PEFT LoRA adapter folder to load on the model")
+    p.add_argument("--limit", type=int, default=None, help="only the first N tasks")
+    p.add_argument("--max-turns", type=int, default=None, help="model turns per user turn")
+    p.add_argument("--max-new-tokens", type=int, default=None, help="tokens per generation")
+    p.add_argument("--max-context-tokens", type=int, default=None)
+    p.add_argument("--max-tool-output-tokens", type=int, default=None)
+    p.add_argument("--temperature", type=float, default=None, help="0 = greedy")
+    p.add_argument("--no-finish-tool", action="store_true", help="do not offer the finish tool")
+    p.add_argument("--strict-validation", action="store_true", help="no argument coercion")
+    p.add_argument("--dtype", default=None, help="model dtype for transformers (e.g. bf16)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(func=run_rollout)
+
+
+def run_rollout(args: argparse.Namespace) -> int:
+    from collections import Counter
+
+    from tqdm import tqdm
+
+    from toolkit.agent.loop import RolloutConfig, RolloutStats, rollout
+    from toolkit.agent.policies import make_policy
+    from toolkit.records import Task, read_jsonl, write_jsonl
+
+    tasks = read_jsonl(args.tasks, Task)[: args.limit]
+    overrides = {
+        "max_turns": args.max_turns,
+        "max_new_tokens": args.max_new_tokens,
+        "max_context_tokens": args.max_context_tokens,
+        "max_tool_output_tokens": args.max_tool_output_tokens,
+        "temperature": args.temperature,
+    }
+    config = RolloutConfig(
+        finish_tool=not args.no_finish_tool,
+        relaxed_validation=not args.strict_validation,
+        seed=args.seed,
+        **{k: v for k, v in overrides.items() if v is not None},
+    )
+    policy = make_policy(args.policy, adapter=args.adapter, dtype=args.dtype)
+    stats = RolloutStats()
+    with tqdm(total=len(tasks) * args.n, desc="rollout", unit="ep", disable=args.no_progress) as bar:
+        trajs = rollout(tasks, policy, config, n=args.n, on_done=lambda _: bar.update(1), stats=stats)
+    write_jsonl(args.out, trajs)
+    stops = Counter(t.stop_reason for t in trajs)
+    calls = [c for t in trajs for c in t.calls]
+    failed = sum(not c.ok for c in calls)
+    print(
+        f"{len(trajs)} trajectories -> {args.out}; stop reasons {dict(stops)}; {len(calls)} tool calls, "
+        f"{failed} failed; {stats.wall_s:.1f} s ({stats.outside_generation_share:.1%} outside generation)",
+        file=sys.stderr,
+    )
+    return 0

@@ -1,0 +1,624 @@
+"""The rollout loop: one loop for evaluation, SFT-data checks and GRPO.
+
+For every (task, sample) an episode opens its own isolated world (``toolkit.envs.open_episode``),
+renders the system prompt with the enabled tools' MCP schemas, then repeats: generate, parse tool
+calls, call the tools through the episode's Toolbox, append the results. A user turn ends with an
+answer that has no tool call (the next follow-up turn starts, if any) or an explicit ``finish``; the
+episode ends after the last user turn, at the iteration cap or at the context budget.
+
+Episodes run concurrently as asyncio tasks. Generation is batched across them: each episode posts a
+request and waits; when every live episode is waiting, the policy is called once for all of them.
+
+Token-exact: the prompt is tokenized once, each model turn keeps the ids it sampled (mask 1, with
+logprobs), and only what the template adds between turns is tokenized (mask 0). See ``chat.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
+from typing import Any
+
+from toolkit.agent.chat import ChatFormat
+from toolkit.agent.parsing import ParsedCall, normalize_call, parse_turn
+from toolkit.agent.policies import Generation, GenerationRequest, Policy
+from toolkit.agent.schema import check_arguments
+from toolkit.records import FINISH_TOOL, CallRecord, Task, Trajectory
+from toolkit.toolbox import Toolbox, ToolSpec
+
+EpisodeOpener = Callable[[Task], AbstractAsyncContextManager[Toolbox]]
+
+FINISH_SPEC = ToolSpec(
+    name=FINISH_TOOL,
+    description="Call this when the request is complete, with your final answer to the user.",
+    input_schema={
+        "type": "object",
+        "properties": {"answer": {"type": "string", "description": "The final answer to the user."}},
+        "required": ["answer"],
+    },
+    server="agent",
+)
+NEW_TOOLS_MESSAGE = (
+    "I have updated some more functions you can choose from. What about now?"  # BFCL's wording
+)
+ERROR_KINDS = ("unknown_tool", "bad_json", "schema", "tool_error", "timeout")
+
+
+@dataclass
+class RolloutConfig:
+    """Budgets and behaviour of the rollout loop (plain data; the same for eval and training).
+
+    Context-management defaults follow Scale's MCP tool-use write-up (output truncation, iteration
+    limits, relaxed validation and an explicit finish tool are "first-order" for training).
+    """
+
+    max_turns: int = 8
+    """Model generations allowed per user turn; reaching it ends the episode (stop_reason max_turns),
+    as BFCL's per-turn step limit does."""
+    max_new_tokens: int = 256
+    """Tokens one model generation may sample; a turn that hits it ends the episode (length)."""
+    max_context_tokens: int = 4096
+    """Prompt + everything after it must fit; the episode ends (length) when no room is left. Token-level
+    backends only; chat servers enforce their own limit."""
+    max_tool_output_tokens: int = 512
+    """Tool outputs longer than this are cut, with a visible marker saying how much was dropped
+    (counted with the policy's tokenizer, or ~4 characters a token without one)."""
+    relaxed_validation: bool = True
+    """Coerce arguments to the tool's JSON schema where unambiguous ("3" -> 3 for an integer)."""
+    finish_tool: bool = True
+    """Offer the ``finish(answer)`` tool; calling it ends the user turn with that answer."""
+    temperature: float = 1.0
+    """Sampling temperature; 0 means greedy."""
+    top_p: float = 1.0
+    system_prompt: str | None = None
+    """System message; None uses :func:`default_system_prompt`."""
+    tool_timeout_s: float = 30.0
+    """A tool call running longer is abandoned and reported to the model as a timeout."""
+    max_concurrent_episodes: int = 64
+    """Episodes open at once (each holds an isolated world)."""
+    max_batch_size: int = 64
+    """Most requests sent to the policy in one call."""
+    seed: int | None = None
+    """Seeds torch's sampler at the start of a run (transformers backend)."""
+
+
+def default_system_prompt(finish_tool: bool) -> str:
+    end = (
+        f"When the request is complete, call `{FINISH_TOOL}` with your final answer."
+        if finish_tool
+        else "When the request is complete, reply with your final answer and no tool call."
+    )
+    return (
+        "You are a helpful assistant that completes the user's request by calling the tools provided. "
+        "Call a tool whenever you need information or need to make a change; use the results you get. " + end
+    )
+
+
+@dataclass
+class RolloutStats:
+    """Where the time of a run went; ``outside_generation_share`` is the loop's own overhead."""
+
+    wall_s: float = 0.0
+    generate_s: float = 0.0  # wall time inside policy.generate
+    generate_calls: int = 0
+    generations: int = 0
+    model_tokens: int = 0
+    env_tokens: int = 0
+    episodes: int = 0
+
+    @property
+    def outside_generation_share(self) -> float:
+        return 1.0 - self.generate_s / self.wall_s if self.wall_s > 0 else 0.0
+
+
+# --------------------------------------------------------------------------------------------------
+# batching generation across episodes
+# --------------------------------------------------------------------------------------------------
+
+
+class _Batcher:
+    """Collects generation requests; calls the policy once when every live episode is waiting."""
+
+    def __init__(self, policy: Policy, max_batch: int, stats: RolloutStats):
+        self.policy = policy
+        self.max_batch = max(1, max_batch)
+        self.stats = stats
+        self.pending: list[tuple[GenerationRequest, asyncio.Future]] = []
+        self.active = 0
+        self.busy = False
+        self._scheduled = False
+        self._tasks: set[asyncio.Task] = set()
+
+    def join(self) -> None:
+        self.active += 1
+
+    def leave(self) -> None:
+        self.active -= 1
+        self._poke()
+
+    async def generate(self, request: GenerationRequest) -> Generation:
+        future = asyncio.get_running_loop().create_future()
+        self.pending.append((request, future))
+        self._poke()
+        return await future
+
+    def _poke(self) -> None:
+        # Decide on the next loop iteration, so that episodes that are ready to run (just started,
+        # or back from their tool calls) get the chance to join the batch first.
+        if not self._scheduled:
+            self._scheduled = True
+            asyncio.get_running_loop().call_soon(self._check)
+
+    def _check(self) -> None:
+        self._scheduled = False
+        if self.busy or not self.pending:
+            return
+        if len(self.pending) >= min(self.active, self.max_batch):
+            batch, self.pending = self.pending[: self.max_batch], self.pending[self.max_batch :]
+            self.busy = True
+            task = asyncio.ensure_future(self._run(batch))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    async def _run(self, batch: list[tuple[GenerationRequest, asyncio.Future]]) -> None:
+        start = time.perf_counter()
+        try:
+            generations = await self.policy.generate([request for request, _ in batch])
+            if len(generations) != len(batch):
+                raise RuntimeError(
+                    f"policy returned {len(generations)} generations for {len(batch)} requests"
+                )
+        except BaseException as exc:  # a broken backend is not the model's mistake: surface it
+            for _, future in batch:
+                if not future.done():
+                    error = _PolicyError(f"{type(exc).__name__}: {exc}")
+                    error.__cause__ = exc
+                    future.set_exception(error)
+            if not isinstance(exc, Exception):
+                raise
+        else:
+            for (_, future), generation in zip(batch, generations, strict=True):
+                if not future.done():
+                    future.set_result(generation)
+        finally:
+            self.stats.generate_s += time.perf_counter() - start
+            self.stats.generate_calls += 1
+            self.stats.generations += len(batch)
+            self.busy = False
+            self._poke()
+
+
+# --------------------------------------------------------------------------------------------------
+# one episode
+# --------------------------------------------------------------------------------------------------
+
+
+class _Stop(Exception):
+    def __init__(self, reason: str):
+        self.reason = reason
+
+
+class _Episode:
+    def __init__(
+        self, key: int, task: Task, sample: int, policy: Policy, config: RolloutConfig, fmt: ChatFormat | None
+    ):
+        self.key = key
+        self.task = task
+        self.policy = policy
+        self.config = config
+        self.fmt = fmt  # None for message-level backends (no token bookkeeping)
+        self.visible: dict[str, ToolSpec] = {}
+        self.initial_tools: list[dict[str, Any]] = []
+        self.step = 0
+        self.turn = 0
+        self.env_s = 0.0
+        self.traj = Trajectory(
+            task_id=task.id, messages=[], metadata={"policy": policy.name, "sample": sample}
+        )
+
+    # ---- token bookkeeping ------------------------------------------------------------------------
+
+    @property
+    def n_tokens(self) -> int:
+        return len(self.traj.prompt_ids) + len(self.traj.completion_ids)
+
+    def _append_ids(self, ids: list[int], mask: int, logprobs: list[float] | None = None) -> None:
+        self.traj.completion_ids.extend(ids)
+        self.traj.completion_mask.extend([mask] * len(ids))
+        self.traj.logprobs.extend(logprobs if logprobs is not None else [0.0] * len(ids))
+
+    def _add_env(self, new_messages: list[dict[str, Any]], *, continuing: bool) -> None:
+        """Append environment messages and tokenize what the template adds (mask 0).
+
+        When the next generation would have no room left, the text is closed without a generation
+        prompt (so a trajectory never ends on a dangling assistant header) and _Stop("length") is
+        raised; messages that do not fit at all are dropped, so the context budget is never exceeded.
+        """
+        if self.fmt is None:
+            self.traj.messages.extend(new_messages)
+            return
+        text = self.fmt.env_text(new_messages, self.initial_tools)
+        ids = self.fmt.encode(text)
+        if continuing and self.n_tokens + len(ids) < self.config.max_context_tokens:
+            self.traj.messages.extend(new_messages)
+            self._append_ids(ids, 0)
+            return
+        prompt = self.fmt.generation_prompt
+        closing = self.fmt.encode(text[: -len(prompt)] if text.endswith(prompt) else text)
+        if self.n_tokens + len(closing) <= self.config.max_context_tokens:
+            self.traj.messages.extend(new_messages)
+            self._append_ids(closing, 0)
+        else:
+            self.traj.metadata["dropped_messages"] = len(new_messages)
+        if continuing:
+            raise _Stop("length")
+
+    # ---- the loop ---------------------------------------------------------------------------------
+
+    async def run(self, toolbox: Toolbox, batcher: _Batcher) -> None:
+        task, config = self.task, self.config
+        self._toolbox = toolbox
+        specs = {s.name: s for s in await toolbox.list_tools()}
+        enabled = [name for name in task.tools if name in specs] if task.tools else list(specs)
+        missing = [name for name in task.tools if name not in specs]
+        if missing:
+            self.traj.metadata["missing_tools"] = missing
+        later = _later_tools(task)
+        hidden = {name for names in later.values() for name in names}
+        self.visible = {name: specs[name] for name in enabled if name not in hidden}
+        if config.finish_tool:
+            self.visible[FINISH_TOOL] = FINISH_SPEC
+        self.initial_tools = [s.to_openai() for s in self.visible.values()]
+        self.traj.metadata["tools"] = self.initial_tools
+
+        system = (
+            config.system_prompt
+            if config.system_prompt is not None
+            else default_system_prompt(config.finish_tool)
+        )
+        self.traj.messages = [{"role": "system", "content": system}, {"role": "user", "content": task.prompt}]
+        if self.fmt is not None:
+            self.traj.prompt_ids = self.fmt.encode(
+                self.fmt.prompt_text(self.traj.messages, self.initial_tools)
+            )
+            if len(self.traj.prompt_ids) >= config.max_context_tokens:
+                raise _Stop("length")
+
+        n_turns = 1 + len(task.followups)
+        pending: list[dict[str, Any]] = []  # tool messages of the last model turn, not yet sent
+        for turn in range(n_turns):
+            self.turn = turn
+            if turn > 0:
+                new = [specs[name] for name in later.get(turn, []) if name in specs and name in enabled]
+                self.visible.update({s.name: s for s in new})
+                pending.append({"role": "user", "content": _user_turn_text(task.followups[turn - 1], new)})
+                self._add_env(pending, continuing=True)
+                pending = []
+            reason, pending = await self._user_turn(batcher, last_turn=turn == n_turns - 1)
+            self.traj.stop_reason = reason  # type: ignore[assignment]
+            if reason in ("max_turns", "length"):
+                break
+        if pending:
+            self._add_env(pending, continuing=False)
+
+    async def _user_turn(self, batcher: _Batcher, *, last_turn: bool) -> tuple[str, list[dict[str, Any]]]:
+        """Generate and call tools until the user turn ends; returns (stop reason, unsent messages)."""
+        config = self.config
+        for step_in_turn in range(config.max_turns):
+            max_new = config.max_new_tokens
+            if self.fmt is not None:
+                max_new = min(max_new, config.max_context_tokens - self.n_tokens)
+            request = GenerationRequest(
+                key=self.key,
+                task=self.task,
+                turn=self.turn,
+                step=self.step,
+                messages=self.traj.messages,
+                tools=[s.to_openai() for s in self.visible.values()],
+                prompt_ids=self.traj.prompt_ids + self.traj.completion_ids if self.fmt is not None else None,
+                max_new_tokens=max_new,
+                temperature=config.temperature,
+                top_p=config.top_p,
+                stop_token_ids=[self.fmt.eos_token_id] if self.fmt is not None else [],
+            )
+            generation = await batcher.generate(request)
+            raw, truncated = self._take_generation(generation)
+            if generation.tool_calls is not None:
+                content = generation.text.strip()
+                calls = [c for item in generation.tool_calls for c in normalize_call(item)]
+            else:
+                parsed = parse_turn(raw)
+                content, calls = parsed.content, parsed.calls
+            ids = [f"call_{self.step}_{k}" for k in range(len(calls))]
+            message: dict[str, Any] = {"role": "assistant", "content": content, "raw": raw}
+            if calls:
+                message["tool_calls"] = [
+                    {
+                        "id": i,
+                        "type": "function",
+                        "function": {"name": c.name or "invalid", "arguments": c.arguments or {}},
+                    }
+                    for i, c in zip(ids, calls, strict=True)
+                ]
+            self.traj.messages.append(message)
+            self.step += 1
+            if truncated:
+                self._end_turn(content)
+                return "length", []
+            if not calls:
+                self._end_turn(content)
+                return "no_tool_call", []
+
+            tool_messages, answer = await self._call_tools(calls, ids)
+            if answer is not None:
+                self._end_turn(answer)
+                if not last_turn:  # keep the chat well-formed: every call gets a response
+                    tool_messages.append(
+                        {
+                            "role": "tool",
+                            "tool_call_id": ids[len(tool_messages)],
+                            "name": FINISH_TOOL,
+                            "content": "Answer recorded.",
+                        }
+                    )
+                return "finish", tool_messages
+            if step_in_turn + 1 >= config.max_turns:
+                return "max_turns", tool_messages
+            self._add_env(tool_messages, continuing=True)
+        return "max_turns", []
+
+    def _take_generation(self, generation: Generation) -> tuple[str, bool]:
+        """Record the model's tokens; returns (raw text of the turn, whether it was cut by length)."""
+        if self.fmt is None or generation.token_ids is None:
+            return generation.text, generation.finish_reason == "length"
+        ids = list(generation.token_ids)
+        logprobs = list(generation.logprobs) if generation.logprobs is not None else None
+        if logprobs is not None and len(logprobs) != len(ids):
+            logprobs = None
+        ended = bool(ids) and ids[-1] == self.fmt.eos_token_id and generation.finish_reason != "length"
+        self._append_ids(ids, 1, logprobs)
+        return self.fmt.decode(ids[:-1] if ended else ids), not ended
+
+    def _end_turn(self, answer: str) -> None:
+        self.traj.turn_answers.append(answer)
+        self.traj.final_answer = answer
+
+    async def _call_tools(
+        self, calls: list[ParsedCall], ids: list[str]
+    ) -> tuple[list[dict[str, Any]], str | None]:
+        """Run the turn's calls in order; a finish call stops there and returns its answer."""
+        messages: list[dict[str, Any]] = []
+        for call, call_id in zip(calls, ids, strict=True):
+            if call.name == FINISH_TOOL and self.config.finish_tool and call.error is None:
+                answer = (call.arguments or {}).get("answer", "")
+                return messages, answer if isinstance(answer, str) else json.dumps(answer, ensure_ascii=False)
+            record = await self._execute(call)
+            self.traj.calls.append(record)
+            messages.append(
+                {
+                    "role": "tool",
+                    "tool_call_id": call_id,
+                    "name": call.name or "invalid",
+                    "content": record.result,
+                }
+            )
+        return messages, None
+
+    async def _execute(self, call: ParsedCall) -> CallRecord:
+        record = CallRecord(name=call.name, args=call.arguments, ok=False, turn=self.turn, step=self.step - 1)
+        spec = self.visible.get(call.name)
+        text: str
+        if call.error is not None:
+            self.traj.n_parse_errors += 1
+            kind, message = "bad_json", call.error.removeprefix("bad_json: ")
+        elif spec is None or call.name == FINISH_TOOL:
+            names = ", ".join(n for n in self.visible if n != FINISH_TOOL)
+            kind, message = "unknown_tool", f"there is no tool named {call.name!r}; available tools: {names}"
+        else:
+            args, problem = check_arguments(
+                call.arguments or {}, spec.input_schema, relaxed=self.config.relaxed_validation
+            )
+            record.args = args
+            if problem is not None:
+                kind, message = "schema", f"invalid arguments for {call.name}: {problem}"
+            else:
+                kind, message = await self._invoke(call.name, args, record)
+        if kind:
+            record.error = f"{kind}: {message}"
+            text = f"Error ({kind}): {message}"
+        else:
+            text = message
+        record.result = self._truncate(text)
+        return record
+
+    async def _invoke(self, name: str, args: dict[str, Any], record: CallRecord) -> tuple[str, str]:
+        """Call the tool; returns ("", output) on success or (error kind, message)."""
+        start = time.perf_counter()
+        try:
+            result = await asyncio.wait_for(self._toolbox.call_tool(name, args), self.config.tool_timeout_s)
+        except TimeoutError:
+            return "timeout", f"{name} did not answer within {self.config.tool_timeout_s:g} s"
+        except Exception as exc:  # a crashing tool is reported to the model, the episode goes on
+            return "tool_error", f"{type(exc).__name__}: {exc}"
+        finally:
+            record.latency = time.perf_counter() - start
+            self.env_s += record.latency
+        if not result.ok:
+            return "tool_error", result.text
+        record.ok = True
+        return "", result.text
+
+    def _truncate(self, text: str) -> str:
+        limit = self.config.max_tool_output_tokens
+        if self.fmt is not None:
+            ids = self.fmt.encode(text)
+            if len(ids) <= limit:
+                return text
+            return self.fmt.decode(ids[:limit]) + f"\n[... truncated: showing {limit} of {len(ids)} tokens]"
+        chars = 4 * limit
+        if len(text) <= chars:
+            return text
+        return text[:chars] + f"\n[... truncated: showing {chars} of {len(text)} characters]"
+
+
+def _later_tools(task: Task) -> dict[int, list[str]]:
+    """Tools that appear only from a later user turn (BFCL's missed functions), by turn index."""
+    missed = (task.metadata.get("bfcl") or {}).get("missed_function") or {}
+    return {int(turn): list(names) for turn, names in missed.items()}
+
+
+def _user_turn_text(followup: str, new_tools: list[ToolSpec]) -> str:
+    if not new_tools:
+        return followup
+    listing = "\n".join(json.dumps(s.to_openai(), ensure_ascii=False) for s in new_tools)
+    return "\n\n".join(part for part in (followup, f"{listing}\n{NEW_TOOLS_MESSAGE}") if part)
+
+
+# --------------------------------------------------------------------------------------------------
+# running many episodes
+# --------------------------------------------------------------------------------------------------
+
+
+def _default_opener() -> EpisodeOpener:
+    try:
+        from toolkit.envs import open_episode
+    except ImportError as exc:
+        raise RuntimeError("toolkit.envs.open_episode is not available; pass open_episode=") from exc
+    return open_episode
+
+
+async def run_episodes(
+    tasks: Sequence[Task],
+    policy: Policy,
+    config: RolloutConfig | None = None,
+    *,
+    n: int = 1,
+    open_episode: EpisodeOpener | None = None,
+    on_done: Callable[[Trajectory], None] | None = None,
+    stats: RolloutStats | None = None,
+) -> list[Trajectory]:
+    """Roll out ``n`` samples of every task; returns trajectories ordered task by task (the n samples
+    of a task are consecutive, as GRPO groups expect).
+
+    Args:
+        tasks: the tasks to run.
+        policy: a generation backend (``toolkit.agent.policies``).
+        config: budgets and behaviour; defaults to ``RolloutConfig()``.
+        n: samples per task (the GRPO group size).
+        open_episode: ``task -> async context manager yielding a Toolbox``; defaults to
+            ``toolkit.envs.open_episode``.
+        on_done: called with each trajectory as it finishes (progress bars).
+        stats: filled with timings and token counts when given.
+    """
+    config = config or RolloutConfig()
+    opener = open_episode or _default_opener()
+    stats = stats if stats is not None else RolloutStats()
+    if config.seed is not None and "torch" in sys.modules:
+        sys.modules["torch"].manual_seed(config.seed)
+    fmt = ChatFormat(policy.tokenizer) if policy.tokenizer is not None else None
+    batcher = _Batcher(policy, config.max_batch_size, stats)
+    slots = asyncio.Semaphore(max(1, config.max_concurrent_episodes))
+    jobs = [(task, sample) for task in tasks for sample in range(n)]
+    results: list[Trajectory | None] = [None] * len(jobs)
+    start = time.perf_counter()
+
+    async def one(key: int, task: Task, sample: int) -> None:
+        async with slots:
+            episode = _Episode(key, task, sample, policy, config, fmt)
+            batcher.join()
+            joined = True
+            try:
+                async with opener(task) as toolbox:
+                    try:
+                        await episode.run(toolbox, batcher)
+                    except _Stop as stop:
+                        episode.traj.stop_reason = stop.reason  # type: ignore[assignment]
+                    finally:
+                        batcher.leave()
+                        joined = False
+                    episode.traj.state_diff = toolbox.state_diff()
+            except Exception as exc:  # the environment failed: record it, keep the other episodes going
+                if isinstance(exc, _PolicyError):
+                    raise exc.__cause__ from None
+                episode.traj.stop_reason = "error"
+                episode.traj.metadata["error"] = f"{type(exc).__name__}: {exc}"
+            finally:
+                if joined:
+                    batcher.leave()
+            _finish_metadata(episode, stats)
+            results[key] = episode.traj
+            if on_done is not None:
+                on_done(episode.traj)
+
+    try:
+        async with asyncio.TaskGroup() as group:
+            for key, (task, sample) in enumerate(jobs):
+                group.create_task(one(key, task, sample))
+    except BaseExceptionGroup as group_error:
+        raise group_error.exceptions[0] from None
+    stats.wall_s += time.perf_counter() - start
+    stats.episodes += len(jobs)
+    return results  # type: ignore[return-value]
+
+
+class _PolicyError(Exception):
+    """Wraps an exception raised by the policy so it is re-raised rather than recorded."""
+
+
+def _finish_metadata(episode: _Episode, stats: RolloutStats) -> None:
+    traj = episode.traj
+    model_tokens = sum(traj.completion_mask)
+    env_tokens = len(traj.completion_mask) - model_tokens
+    stats.model_tokens += model_tokens
+    stats.env_tokens += env_tokens
+    errors = {kind: 0 for kind in ERROR_KINDS}
+    for call in traj.calls:
+        if call.error:
+            kind = call.error.split(":", 1)[0]
+            errors[kind] = errors.get(kind, 0) + 1
+    traj.metadata.update(
+        {
+            "steps": episode.step,
+            "model_tokens": model_tokens,
+            "env_tokens": env_tokens,
+            "env_s": round(episode.env_s, 6),
+            "errors": errors,
+        }
+    )
+
+
+def rollout(
+    tasks: Sequence[Task],
+    policy: Policy,
+    config: RolloutConfig | None = None,
+    *,
+    n: int = 1,
+    open_episode: EpisodeOpener | None = None,
+    on_done: Callable[[Trajectory], None] | None = None,
+    stats: RolloutStats | None = None,
+) -> list[Trajectory]:
+    """Synchronous :func:`run_episodes`; works inside a running event loop (Jupyter) too."""
+    coro = run_episodes(tasks, policy, config, n=n, open_episode=open_episode, on_done=on_done, stats=stats)
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    with ThreadPoolExecutor(max_workers=1) as pool:  # a notebook's loop is running: use our own
+        return pool.submit(asyncio.run, coro).result()
+
+
+def trl_rollout_fields(trajectories: Sequence[Trajectory]) -> dict[str, list]:
+    """The fields TRL's ``GRPOTrainer(rollout_func=...)`` expects, from token-level trajectories:
+    prompt_ids, completion_ids, logprobs and env_mask (1 = model token)."""
+    return {
+        "prompt_ids": [t.prompt_ids for t in trajectories],
+        "completion_ids": [t.completion_ids for t in trajectories],
+        "logprobs": [t.logprobs for t in trajectories],
+        "env_mask": [t.completion_mask for t in trajectories],
+    }

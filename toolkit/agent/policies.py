@@ -1,0 +1,433 @@
+"""Generation backends behind one interface.
+
+A policy receives a batch of :class:`GenerationRequest` (one per episode waiting for the model) and
+returns one :class:`Generation` each. Token-level backends (transformers, vLLM, Unsloth) expose their
+``tokenizer`` and work on the episode's exact token ids; message-level backends (an OpenAI-compatible
+server, the gold replay) have ``tokenizer = None`` and see the chat messages and tools instead.
+
+``make_policy(spec)`` builds one from a string:
+
+- ``gold``: replays each task's gold calls, then answers with the expected values (the self-check);
+- ``openai:<model>@<base_url>``: any OpenAI-compatible chat server (vLLM serve, llama.cpp, hosted);
+- ``vllm:<model>`` / ``unsloth:<model>``: GPU backends (import-guarded);
+- ``hf:<name>`` or a bare name (``tiny-random``, ``smollm2-135m``, a Hugging Face id or a folder):
+  ``toolkit.train.models.load_policy`` + transformers ``generate`` on CPU or GPU.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from toolkit.agent.parsing import format_call
+from toolkit.records import FINISH_TOOL, Task
+
+
+@dataclass
+class GenerationRequest:
+    """What the loop asks of the model for one episode at one step."""
+
+    key: int  # episode index within the run (stable per episode; the gold policy keys on it)
+    task: Task
+    turn: int  # user turn index
+    step: int  # model generation index within the episode
+    messages: list[dict[str, Any]]  # the conversation so far (assistant turns carry "raw")
+    tools: list[dict[str, Any]]  # visible tools, OpenAI function format
+    prompt_ids: list[int] | None  # the exact context for token-level backends
+    max_new_tokens: int = 256
+    temperature: float = 1.0
+    top_p: float = 1.0
+    stop_token_ids: list[int] = field(default_factory=list)
+
+
+@dataclass
+class Generation:
+    """One model turn. Token-level backends fill ``token_ids`` (including the stop token when one was
+    sampled) and, when they can, ``logprobs``; chat servers fill ``text`` and maybe ``tool_calls``."""
+
+    text: str = ""
+    token_ids: list[int] | None = None
+    logprobs: list[float] | None = None
+    finish_reason: Literal["stop", "length"] = "stop"
+    tool_calls: list[dict[str, Any]] | None = None  # [{"name": str, "arguments": str | dict}] from a server
+
+
+class Policy(Protocol):
+    name: str
+    tokenizer: Any | None  # token-level backends; None for message-level ones
+
+    async def generate(self, requests: list[GenerationRequest]) -> list[Generation]: ...
+
+
+# --------------------------------------------------------------------------------------------------
+# transformers (CPU default)
+# --------------------------------------------------------------------------------------------------
+
+
+class TransformersPolicy:
+    """Batched ``model.generate`` on left-padded prompts; returns sampled ids and their logprobs.
+
+    Logprobs are those of the sampled token under the model at the sampling temperature (before
+    top-p), the quantity TRL recomputes during the GRPO update.
+    """
+
+    def __init__(self, model: Any, tokenizer: Any, *, name: str = "transformers"):
+        self.model = model
+        self.tokenizer = tokenizer
+        self.name = name
+
+    async def generate(self, requests: list[GenerationRequest]) -> list[Generation]:
+        return await asyncio.to_thread(self.generate_sync, requests)
+
+    def generate_sync(self, requests: list[GenerationRequest]) -> list[Generation]:
+        results: list[Generation | None] = [None] * len(requests)
+        groups: dict[tuple[float, float], list[int]] = {}
+        for i, req in enumerate(requests):  # one generate call per sampling setting (normally one)
+            groups.setdefault((req.temperature, req.top_p), []).append(i)
+        for (temperature, top_p), idxs in groups.items():
+            for i, gen in zip(
+                idxs, self._generate_group([requests[i] for i in idxs], temperature, top_p), strict=True
+            ):
+                results[i] = gen
+        return results  # type: ignore[return-value]
+
+    def _generate_group(
+        self, requests: list[GenerationRequest], temperature: float, top_p: float
+    ) -> list[Generation]:
+        import torch
+        from transformers import LogitsProcessorList
+
+        pad_id = self.tokenizer.pad_token_id
+        if pad_id is None:
+            pad_id = self.tokenizer.eos_token_id
+        stop_ids = sorted({s for r in requests for s in r.stop_token_ids} | {self.tokenizer.eos_token_id})
+        width = max(len(r.prompt_ids or []) for r in requests)
+        device = next(self.model.parameters()).device
+        input_ids = torch.full((len(requests), width), pad_id, dtype=torch.long)
+        attention = torch.zeros((len(requests), width), dtype=torch.long)
+        for row, req in enumerate(requests):
+            ids = req.prompt_ids or []
+            input_ids[row, width - len(ids) :] = torch.tensor(ids, dtype=torch.long)
+            attention[row, width - len(ids) :] = 1
+        max_new = max(r.max_new_tokens for r in requests)
+        recorder = _LogprobRecorder(temperature)
+        sample = temperature > 0
+        sampling = (
+            {"do_sample": True, "temperature": temperature, "top_p": top_p, "top_k": 0}
+            if sample
+            else {"do_sample": False}
+        )
+        with torch.no_grad():
+            out = self.model.generate(
+                input_ids=input_ids.to(device),
+                attention_mask=attention.to(device),
+                max_new_tokens=max_new,
+                eos_token_id=stop_ids,
+                pad_token_id=pad_id,
+                logits_processor=LogitsProcessorList([recorder]),
+                **sampling,
+            )
+        new = out[:, width:].cpu()
+        logprobs = recorder.finish(new).cpu()
+        stop_set = set(stop_ids)
+        gens = []
+        for row, req in enumerate(requests):
+            ids = new[row].tolist()[: req.max_new_tokens]
+            end = next((k + 1 for k, t in enumerate(ids) if t in stop_set), None)
+            finish = "stop" if end is not None else "length"
+            ids = ids[:end] if end is not None else ids
+            gens.append(
+                Generation(token_ids=ids, logprobs=logprobs[row, : len(ids)].tolist(), finish_reason=finish)
+            )
+        return gens
+
+
+class _LogprobRecorder:
+    """A logits processor that keeps one step of log-softmax and, at the next step (when the sampled
+    token is known), the sampled token's logprob: O(batch x vocab) memory instead of the full scores."""
+
+    def __init__(self, temperature: float):
+        self.temperature = temperature if temperature > 0 else 1.0
+        self.previous = None
+        self.steps: list[Any] = []
+
+    def __call__(self, input_ids: Any, scores: Any) -> Any:
+        import torch
+
+        if self.previous is not None:
+            self.steps.append(self.previous.gather(1, input_ids[:, -1:]).squeeze(1))
+        self.previous = torch.log_softmax(scores.float() / self.temperature, dim=-1)
+        return scores
+
+    def finish(self, new_ids: Any) -> Any:
+        import torch
+
+        if self.previous is not None and new_ids.shape[1] > len(self.steps):
+            last = new_ids[:, len(self.steps) : len(self.steps) + 1].to(self.previous.device)
+            self.steps.append(self.previous.gather(1, last).squeeze(1))
+        if not self.steps:
+            return torch.zeros((new_ids.shape[0], 0))
+        return torch.stack(self.steps, dim=1)
+
+
+# --------------------------------------------------------------------------------------------------
+# vLLM and Unsloth fast_generate (GPU, import-guarded)
+# --------------------------------------------------------------------------------------------------
+
+
+def _require_gpu_package(name: str) -> None:
+    import importlib.util
+
+    if importlib.util.find_spec(name) is None:
+        raise RuntimeError(
+            f"the {name} backend needs a CUDA GPU and `pip install mcp-rl-kit[gpu]`; "
+            "on CPU use the transformers backend (hf:<model>)"
+        )
+
+
+class VLLMPolicy:
+    """vLLM offline engine on token-id prompts (``{"prompt_token_ids": ids}``); logprobs of the sampled
+    tokens come from ``SamplingParams(logprobs=0)``.
+
+    Args:
+        llm: a ``vllm.LLM`` (or a model name / path to build one with ``llm_kwargs``).
+        tokenizer: the Hugging Face tokenizer with the tool chat template (defaults to the engine's).
+        lora_request: a ``vllm.lora.request.LoRARequest`` applied to every generation.
+    """
+
+    def __init__(
+        self, llm: Any, tokenizer: Any = None, *, lora_request: Any = None, name: str = "vllm", **llm_kwargs
+    ):
+        _require_gpu_package("vllm")
+        if isinstance(llm, str):
+            from vllm import LLM  # GPU only
+
+            llm = LLM(model=llm, **llm_kwargs)
+        self.llm = llm
+        self.tokenizer = tokenizer if tokenizer is not None else llm.get_tokenizer()
+        self.lora_request = lora_request
+        self.name = name
+
+    async def generate(self, requests: list[GenerationRequest]) -> list[Generation]:
+        return await asyncio.to_thread(self.generate_sync, requests)
+
+    def _sampling_params(self, req: GenerationRequest) -> Any:
+        from vllm import SamplingParams  # GPU only
+
+        return SamplingParams(
+            n=1,
+            max_tokens=req.max_new_tokens,
+            temperature=req.temperature,
+            top_p=req.top_p,
+            stop_token_ids=list(req.stop_token_ids),
+            logprobs=0,  # the sampled token's logprob only
+            skip_special_tokens=False,
+        )
+
+    def _engine_generate(self, prompts: list[dict], params: list[Any]) -> list[Any]:
+        return self.llm.generate(prompts, params, use_tqdm=False, lora_request=self.lora_request)
+
+    def generate_sync(self, requests: list[GenerationRequest]) -> list[Generation]:
+        prompts = [{"prompt_token_ids": list(r.prompt_ids or [])} for r in requests]
+        outputs = self._engine_generate(prompts, [self._sampling_params(r) for r in requests])
+        return [_from_vllm_output(out.outputs[0]) for out in outputs]
+
+
+def _from_vllm_output(completion: Any) -> Generation:
+    ids = list(completion.token_ids)
+    logprobs = None
+    if completion.logprobs is not None:
+        logprobs = []
+        for position, token in enumerate(ids):
+            entry = completion.logprobs[position][token]
+            logprobs.append(float(getattr(entry, "logprob", entry)))
+    finish = "length" if completion.finish_reason == "length" else "stop"
+    return Generation(token_ids=ids, logprobs=logprobs, finish_reason=finish)
+
+
+class UnslothPolicy(VLLMPolicy):
+    """Unsloth's ``model.fast_generate`` (its vLLM engine, sharing weights with the training model);
+    ``lora_path`` is loaded with ``model.load_lora`` so generation uses the current adapter."""
+
+    def __init__(self, model: Any, tokenizer: Any, *, lora_path: str | None = None, name: str = "unsloth"):
+        _require_gpu_package("unsloth")
+        self.model = model
+        self.tokenizer = tokenizer
+        self.lora_request = model.load_lora(lora_path) if lora_path else None
+        self.name = name
+
+    def _engine_generate(self, prompts: list[dict], params: list[Any]) -> list[Any]:
+        return self.model.fast_generate(
+            prompts, sampling_params=params, lora_request=self.lora_request, use_tqdm=False
+        )
+
+
+# --------------------------------------------------------------------------------------------------
+# OpenAI-compatible chat servers
+# --------------------------------------------------------------------------------------------------
+
+
+class OpenAIPolicy:
+    """Any OpenAI-compatible ``/v1/chat/completions`` server, with the tools passed natively.
+
+    Token ids are not available, so trajectories from this backend are for evaluation, not training.
+    The key comes from ``OPENAI_API_KEY`` (``EMPTY`` for local servers).
+    """
+
+    def __init__(
+        self, model: str, base_url: str | None = None, *, client: Any = None, api_key: str | None = None
+    ):
+        if client is None:
+            from openai import AsyncOpenAI
+
+            client = AsyncOpenAI(
+                base_url=base_url, api_key=api_key or os.environ.get("OPENAI_API_KEY", "EMPTY")
+            )
+        self.client = client
+        self.model = model
+        self.name = f"openai:{model}"
+        self.tokenizer = None
+
+    async def generate(self, requests: list[GenerationRequest]) -> list[Generation]:
+        return list(await asyncio.gather(*(self._one(r) for r in requests)))
+
+    async def _one(self, req: GenerationRequest) -> Generation:
+        kwargs: dict[str, Any] = {
+            "model": self.model,
+            "messages": to_openai_messages(req.messages),
+            "max_tokens": req.max_new_tokens,
+            "temperature": req.temperature,
+            "top_p": req.top_p,
+        }
+        if req.tools:
+            kwargs["tools"] = req.tools
+        response = await self.client.chat.completions.create(**kwargs)
+        choice = response.choices[0]
+        message = choice.message
+        calls = None
+        if getattr(message, "tool_calls", None):
+            calls = [{"name": c.function.name, "arguments": c.function.arguments} for c in message.tool_calls]
+        finish = "length" if choice.finish_reason == "length" else "stop"
+        return Generation(text=message.content or "", tool_calls=calls, finish_reason=finish)
+
+
+def to_openai_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The loop's messages in the wire format of the OpenAI API (arguments as JSON strings)."""
+    wire = []
+    for m in messages:
+        if m["role"] == "assistant":
+            out: dict[str, Any] = {"role": "assistant", "content": m.get("content") or None}
+            if m.get("tool_calls"):
+                out["tool_calls"] = [
+                    {
+                        "id": c["id"],
+                        "type": "function",
+                        "function": {
+                            "name": c["function"]["name"],
+                            "arguments": json.dumps(c["function"]["arguments"]),
+                        },
+                    }
+                    for c in m["tool_calls"]
+                ]
+            wire.append(out)
+        elif m["role"] == "tool":
+            wire.append({"role": "tool", "tool_call_id": m.get("tool_call_id", ""), "content": m["content"]})
+        else:
+            wire.append({"role": m["role"], "content": m["content"]})
+    return wire
+
+
+# --------------------------------------------------------------------------------------------------
+# gold replay (the end-to-end self-check)
+# --------------------------------------------------------------------------------------------------
+
+
+class GoldPolicy:
+    """Replays each task's gold calls through the loop, one call per model turn and turn by turn, then
+    answers with the expected answer values: ``finish(answer)`` on the last user turn when the finish
+    tool is enabled, plain text otherwise. Every reward must give it full marks."""
+
+    name = "gold"
+    tokenizer = None
+
+    async def generate(self, requests: list[GenerationRequest]) -> list[Generation]:
+        return [self.next_turn(r) for r in requests]
+
+    def next_turn(self, req: GenerationRequest) -> Generation:
+        done_in_turn = _model_turns_in_current_user_turn(req.messages)
+        calls = [c for c in req.task.gold if c.turn == req.turn]
+        if done_in_turn < len(calls):
+            call = calls[done_in_turn]
+            return Generation(text=format_call(call.name, call.arguments))
+        n_turns = 1 + len(req.task.followups)
+        answer = gold_answer(req.task) if req.turn == n_turns - 1 else "Done."
+        if req.turn == n_turns - 1 and any(t["function"]["name"] == FINISH_TOOL for t in req.tools):
+            return Generation(text=format_call(FINISH_TOOL, {"answer": answer}))
+        return Generation(text=answer)
+
+
+def gold_answer(task: Task) -> str:
+    """The final answer the gold policy gives: every expected answer value, labelled."""
+    if any(item.check.get("type") == "clarification" for item in task.rubric):
+        return "Could you tell me the missing details so I can complete this request?"
+    if not task.answers:
+        return "Done."
+    return "; ".join(f"{key}: {_answer_text(value)}" for key, value in task.answers.items())
+
+
+def _answer_text(value: Any) -> str:
+    if isinstance(value, list | tuple):
+        return ", ".join(_answer_text(v) for v in value)
+    if isinstance(value, dict):
+        return ", ".join(f"{k}: {_answer_text(v)}" for k, v in value.items())
+    return str(value)
+
+
+def _model_turns_in_current_user_turn(messages: list[dict[str, Any]]) -> int:
+    count = 0
+    for m in reversed(messages):
+        if m["role"] == "user":
+            break
+        count += m["role"] == "assistant"
+    return count
+
+
+# --------------------------------------------------------------------------------------------------
+# construction from a string
+# --------------------------------------------------------------------------------------------------
+
+
+def make_policy(spec: str, *, adapter: str | None = None, dtype: Any = None) -> Policy:
+    """Build a policy from a spec string (see the module docstring); ``adapter`` is a PEFT LoRA folder,
+    ``dtype`` is passed to ``load_policy`` (e.g. "bf16", faster on recent CPUs)."""
+    if spec == "gold":
+        return GoldPolicy()
+    if spec.startswith("openai:"):
+        model, _, base_url = spec[len("openai:") :].partition("@")
+        return OpenAIPolicy(model, base_url or None)
+    if spec.startswith("vllm:"):
+        return VLLMPolicy(
+            spec[len("vllm:") :], enable_lora=adapter is not None, lora_request=_lora_request(adapter)
+        )
+    if spec.startswith("unsloth:"):
+        _require_gpu_package("unsloth")
+        from unsloth import FastLanguageModel  # GPU only
+
+        model, tokenizer = FastLanguageModel.from_pretrained(spec[len("unsloth:") :], fast_inference=True)
+        return UnslothPolicy(model, tokenizer, lora_path=adapter)
+    name = spec[len("hf:") :] if spec.startswith("hf:") else spec
+    from toolkit.train.models import load_policy
+
+    model, tokenizer = load_policy(name, adapter=adapter, dtype=dtype)
+    return TransformersPolicy(model, tokenizer, name=name + (f"+{adapter}" if adapter else ""))
+
+
+def _lora_request(adapter: str | None) -> Any:
+    if adapter is None:
+        return None
+    from vllm.lora.request import LoRARequest  # GPU only
+
+    return LoRARequest("adapter", 1, adapter)
