@@ -126,3 +126,20 @@ def test_jsonrpc_in_memory_transport(transport):
             assert r.ok and r.structured["percent_change"] == 50
 
     run(main)
+
+
+def test_registry_specs_equal_what_the_protocol_lists():
+    from mcp import Client
+
+    from toolkit.envs.registry import build_server, domain_specs
+
+    async def main():
+        for name in DOMAIN_SERVERS:
+            async with Client(build_server(name, WorldState.from_seed(0)), cache=None) as client:
+                listed = (await client.list_tools()).tools
+            got = [(t.name, t.description, t.input_schema, t.annotations.model_dump(by_alias=True, exclude_none=True))
+                   for t in listed]  # fmt: skip
+            want = [(s.name, s.description, s.input_schema, s.annotations) for s in domain_specs(name)]
+            assert got == want, name
+
+    run(main)

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 from mcp import Client
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from toolkit.envs import registry
 from toolkit.envs.state import WorldState, base_world
@@ -52,30 +53,44 @@ class Episode:
         self._specs: list[ToolSpec] = []
         self._stack = AsyncExitStack()
 
-    async def _connect(self, name: str, client: Client) -> None:
-        """Enter a client session and list its tools through the protocol (with the timeout)."""
+    def _add_tools(self, server: str, specs: list[ToolSpec]) -> None:
+        for spec in specs:
+            if self._allowed is not None and spec.name not in self._allowed:
+                continue
+            if spec.name in self._route:
+                other = self._route[spec.name]
+                raise ValueError(f"tool name collision: '{spec.name}' is on servers '{other}' and '{server}'")
+            self._route[spec.name] = server
+            self._specs.append(spec)
+
+    async def _connect(self, name: str, client: Client, specs: list[ToolSpec] | None = None) -> None:
+        """Enter a client session; list its tools through the protocol unless ``specs`` are known already.
+
+        The kit's own servers list the same static tools for every episode, so their specs come from
+        the registry (a test checks they equal what the protocol lists); BFCL and external servers
+        are listed here.
+        """
         # Entering the client opens task groups that outlive this call, so it cannot sit inside a
         # cancel scope; the client's own read timeout bounds its handshake instead.
         await self._stack.enter_async_context(client)
-        with anyio.fail_after(self.timeout):
-            listed, cursor = [], None
-            while True:
-                page = await client.list_tools(cursor=cursor)
-                listed.extend(page.tools)
-                cursor = page.next_cursor
-                if not cursor:
-                    break
         self._clients[name] = client
-        for t in listed:
-            if self._allowed is not None and t.name not in self._allowed:
-                continue
-            if t.name in self._route:
-                raise ValueError(
-                    f"tool name collision: '{t.name}' is on servers '{self._route[t.name]}' and '{name}'"
-                )
-            self._route[t.name] = name
-            ann = t.annotations.model_dump(by_alias=True, exclude_none=True) if t.annotations else {}
-            self._specs.append(ToolSpec(t.name, t.description or "", t.input_schema, name, ann))
+        if specs is None:
+            specs = []
+            with anyio.fail_after(self.timeout):
+                cursor = None
+                while True:
+                    page = await client.list_tools(cursor=cursor)
+                    for t in page.tools:
+                        ann = (
+                            t.annotations.model_dump(by_alias=True, exclude_none=True)
+                            if t.annotations
+                            else {}
+                        )
+                        specs.append(ToolSpec(t.name, t.description or "", t.input_schema, name, ann))
+                    cursor = page.next_cursor
+                    if not cursor:
+                        break
+        self._add_tools(name, specs)
 
     async def list_tools(self) -> list[ToolSpec]:
         return list(self._specs)
@@ -149,13 +164,20 @@ async def open_episode(
     )
     allowed = set(task.tools) if task is not None else None
     episode = Episode(world, allowed, timeout)
-    mode = "legacy" if transport == "jsonrpc" else "auto"
+    # In-process: pin the modern protocol version, which skips the per-connection server/discover probe
+    # (the server is ours, so the version is known); "jsonrpc" keeps the classic initialize handshake.
+    mode = "legacy" if transport == "jsonrpc" else MODERN_PROTOCOL_VERSIONS[-1]
     try:
         for name in names:
             if name in [e.name for e in external or []]:
                 continue
-            server = registry.build_server(name, world, task)
-            await episode._connect(name, Client(server, mode=mode, cache=None, read_timeout_seconds=timeout))
+            client_args = {"mode": mode, "cache": None, "read_timeout_seconds": timeout}
+            if name in registry.DOMAIN_SERVERS:
+                server, release = registry.acquire_server(name, world, task)
+                episode._stack.callback(release)  # runs after the client below has closed
+                await episode._connect(name, Client(server, **client_args), registry.domain_specs(name, task))
+            else:
+                await episode._connect(name, Client(registry.build_server(name, world, task), **client_args))
         for ext in external or []:
             await episode._connect(ext.name, ext.client(timeout))
         yield episode

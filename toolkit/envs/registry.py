@@ -56,6 +56,12 @@ def _annotations(ann: Any) -> dict[str, Any]:
 
 
 @cache
+def server_of_tool() -> dict[str, str]:
+    """Tool name -> server name for the domain servers."""
+    return {t.name: t.server for name in DOMAIN_SERVERS for t in _domain_specs(name)}
+
+
+@cache
 def _domain_specs(name: str) -> tuple[ToolSpec, ...]:
     return tuple(
         ToolSpec(
@@ -100,9 +106,43 @@ def tool_specs(servers: list[str] | None = None) -> list[ToolSpec]:
     return out
 
 
-def server_of_tool() -> dict[str, str]:
-    """Tool name -> server name for the domain servers."""
-    return {t.name: t.server for name in DOMAIN_SERVERS for t in _domain_specs(name)}
+# Idle (DomainServer, MCPServer) pairs per (server, exposed tools): building an MCPServer costs about a
+# millisecond, so episodes borrow one, point it at their own state, and give it back when they close.
+_POOL: dict[tuple[str, frozenset[str] | None], list[tuple[DomainServer, MCPServer]]] = {}
+_POOL_MAX_KEYS = 1024
+
+
+def _exposed(name: str, task: Task | None) -> frozenset[str] | None:
+    if task is None:
+        return None
+    owner = server_of_tool()
+    return frozenset(t for t in task.tools if owner.get(t) == name)
+
+
+def acquire_server(name: str, state: WorldState, task: Task | None = None) -> tuple[MCPServer, Any]:
+    """A pooled domain MCPServer bound to ``state``, and the function that returns it to the pool."""
+    key = (name, _exposed(name, task))
+    idle = _POOL.get(key)
+    if idle:
+        inst, server = idle.pop()
+    else:
+        if len(_POOL) >= _POOL_MAX_KEYS:
+            _POOL.clear()
+        inst = DOMAIN_SERVERS[name](None)
+        server = inst.mcp_server(set(key[1]) if key[1] is not None else None)
+    inst.db = state
+
+    def release() -> None:
+        inst.db = None  # type: ignore[assignment]
+        _POOL.setdefault(key, []).append((inst, server))
+
+    return server, release
+
+
+def domain_specs(name: str, task: Task | None = None) -> list[ToolSpec]:
+    """The ToolSpecs a domain server lists for a task (static per class, so computed once)."""
+    exposed = _exposed(name, task)
+    return [t for t in _domain_specs(name) if exposed is None or t.name in exposed]
 
 
 def build_server(name: str, state: WorldState | dict | None, task: Task | None = None) -> MCPServer:
