@@ -37,12 +37,12 @@ class SynthConfig:
     kind_weights: dict[str, float] = field(
         default_factory=lambda: {
             "lookup": 3.0,
-            "aggregate": 2.0,
+            "aggregate": 2.5,
             "write": 2.0,
-            "multi_part": 1.0,
-            "chain": 2.0,
-            "clarify": 0.5,
-            "abstain": 0.5,
+            "multi_part": 1.5,
+            "chain": 2.5,
+            "clarify": 0.6,
+            "abstain": 0.6,
         }
     )
     # Near-duplicate removal: prompts within a template whose word-trigram Jaccard similarity is at

@@ -30,9 +30,9 @@ from toolkit.toolbox import ToolSpec
 
 # Server combinations whose multi-server tasks are held out for eval (sorted tuples).
 EVAL_SERVER_COMBOS: tuple[tuple[str, ...], ...] = (
-    ("crm", "helpdesk"),
-    ("calendar", "crm"),
-    ("email", "shop"),
+    ("calendar", "directory"),
+    ("directory", "helpdesk"),
+    ("crm", "shop"),
 )
 
 
@@ -200,6 +200,7 @@ def _generate_split(
     signatures: set[str] = set()
     stats: Counter[str] = Counter()
     drops: Counter[str] = Counter()
+    examples: list[str] = []  # why replays failed (first few), for debugging templates
     attempt = 0
     max_attempts = 40 * max(target, 10)
     while len(kept) < target and attempt < max_attempts:
@@ -262,8 +263,11 @@ def _generate_split(
         if not batch:
             continue
         if config.validate:
-            ok, replay_drops, _ = validate_tasks_sync(batch, open_episode, recomputes=recomputes)
+            ok, replay_drops, details = validate_tasks_sync(batch, open_episode, recomputes=recomputes)
             drops.update({f"replay_{k}": v for k, v in replay_drops.items()})
+            for i, why in sorted(details.items()):
+                if len(examples) < 10:
+                    examples.append(f"{batch[i].metadata['template']}: {why}"[:300])
             batch = [t for t, good in zip(batch, ok, strict=True) if good]
         before = len(kept)
         kept, n_dup = remove_near_duplicates(kept + batch, config.near_duplicate_jaccard)
@@ -273,6 +277,7 @@ def _generate_split(
             bar.update(len(kept) - before)
     stats_out = {"target": target, "generated": len(kept), "attempts": attempt, **dict(sorted(stats.items()))}
     stats_out["drops"] = dict(sorted(drops.items()))
+    stats_out["drop_examples"] = examples
     return kept, stats_out
 
 

@@ -38,7 +38,7 @@ def build_rubric(draft: Draft) -> list[RubricItem]:
             continue
         seen_tools.add(step.name)
         tools = [step.name, *[a for a in step.alternatives if a != step.name]]
-        text = f"The model must use the {step.name} tool"
+        text = f"The model {'should' if step.optional else 'must'} use the {step.name} tool"
         if step.purpose:
             text += f" to {step.purpose}"
         if len(tools) > 1:
@@ -59,7 +59,7 @@ def build_rubric(draft: Draft) -> list[RubricItem]:
             continue
         seen_args.add(signature)
         arg_text = ", ".join(f"{k}={_fmt(v)}" for k, v in args.items())
-        text = f"The model must call {_or_list(tools)} with {arg_text}"
+        text = f"The model {'should' if step.optional else 'must'} call {_or_list(tools)} with {arg_text}"
         if step.purpose:
             text += f" to {step.purpose}"
         check: dict[str, Any] = {"type": "tool_args", "tools": tools, "args": args}

@@ -142,9 +142,54 @@ def _ask(ctx: Ctx, coll: str, rec: dict[str, Any]) -> tuple[str, str, str]:
     return ctx.choose(options)
 
 
-def _chain_draft(ctx: Ctx, n_hops: int, by_name: bool) -> Draft:
+def _tail(ctx: Ctx, coll: str, rec: dict[str, Any]) -> tuple[Step, str, int, Any] | None:
+    """An extra aggregate call at the end of a walk: (step, question words, value, recompute)."""
+    if coll == "customers" and _has_tool(ctx, "search_tickets"):
+        status = ctx.choose(("open", "solved", "closed", "pending"))
+        n = sum(
+            t["requester_id"] == rec["id"] and t["status"] == status for t in ctx.world["tickets"].values()
+        )
+        step = Step(
+            "search_tickets",
+            {"requester_id": rec["id"], "status": status, "limit": 50},
+            checked_args=["requester_id", "status"],
+            purpose=f"count their {status} tickets",
+        )
+        return step, f"number of {status} tickets they raised", n, lambda r: int(payload(r)["total"])
+    if coll == "staff" and _has_tool(ctx, "day_agenda"):
+        day = ctx.choose(sorted({e["start"][:10] for e in ctx.world["events"].values()}))
+        n = sum(
+            rec["id"] in e["attendee_ids"] and e["start"][:10] == day for e in ctx.world["events"].values()
+        )
+        step = Step(
+            "day_agenda",
+            {"staff_id": rec["id"], "day": day},
+            normalize={"day": "date"},
+            purpose=f"read their agenda for {day}",
+        )
+        return step, f"number of meetings they have on {day}", n, lambda r: len(payload(r)["events"])
+    if coll == "companies" and _has_tool(ctx, "list_deals"):
+        n = sum(d["company_id"] == rec["id"] for d in ctx.world["deals"].values())
+        step = Step(
+            "list_deals",
+            {"company_id": rec["id"], "limit": 50},
+            checked_args=["company_id"],
+            purpose="list the company's deals",
+        )
+        return step, "number of deals on record for that company", n, lambda r: int(payload(r)["total"])
+    return None
+
+
+def _has_tool(ctx: Ctx, tool: str) -> bool:
+    return not ctx.tools or tool in ctx.tools
+
+
+def _chain_draft(ctx: Ctx, n_hops: int, by_name: bool, with_tail: bool = False) -> Draft:
     start, recs, fields, colls = _walk(ctx, n_hops)
     attr, words, norm = _ask(ctx, colls[-1], recs[-1])
+    tail = _tail(ctx, colls[-1], recs[-1]) if with_tail else None
+    if tail is not None:
+        words = tail[1]
     first = recs[0]
     by_name = by_name and start in SEARCHERS and (not ctx.tools or SEARCHERS[start][0] in ctx.tools)
     if by_name:
@@ -179,9 +224,14 @@ def _chain_draft(ctx: Ctx, n_hops: int, by_name: bool) -> Draft:
                 produces=produces,
             )
         )
+    if tail is not None:
+        tail[0].depends_on = [len(steps) - 1]
+        steps.append(tail[0])
     rels = [RELATION[f] for f in fields]
     path = " of the ".join(reversed(rels))
     target = f"the {path} of {intro}" if rels else intro
+    if tail is not None:
+        target = f"the {path} of {intro}"
     stepwise = ", then ".join(
         f"its {r}" if i == 0 else f"that {ENTITY[colls[i]]}'s {r}" for i, r in enumerate(rels)
     )
@@ -222,25 +272,33 @@ def _chain_draft(ctx: Ctx, n_hops: int, by_name: bool) -> Draft:
             text=f"the {rels[i - 1]} is {_name_of(recs[i])}",
             intermediate=True,
         )
-        for i in range(1, len(recs) - 1)
+        for i in range(1, len(recs) - (0 if tail else 1))
     ]
-    answers.append(Answer(attr, value, norm, text=f"the {words} of {target} is {value}"))
+    if tail is not None:
+        value = tail[2]
+        answers.append(Answer("count", value, "number", text=f"the {words} is {value}"))
+    else:
+        answers.append(Answer(attr, value, norm, text=f"the {words} of {target} is {value}"))
 
     def recompute(results: list[Any]) -> dict[str, Any]:
+        walk = results[: len(recs)]
         if by_name:
-            found = items(results[0])
+            found = items(walk[0])
             if len(found) != 1:
                 raise ValueError(f"name search found {len(found)} records")
-            rows = [found[0]] + [payload(r) for r in results[1:]]
+            rows = [found[0]] + [payload(r) for r in walk[1:]]
         else:
-            rows = [payload(r) for r in results]
+            rows = [payload(r) for r in walk]
         out = {}
         for i in range(1, len(rows)):
             if rows[i - 1].get(fields[i - 1]) != rows[i]["id"]:
                 raise ValueError(f"hop {i}: {rows[i - 1].get(fields[i - 1])} != {rows[i]['id']}")
-            if i < len(rows) - 1:
+            if i < len(rows) - 1 or tail is not None:
                 out[f"hop{i}_name"] = _name_of(rows[i])
-        out[attr] = rows[-1][attr]
+        if tail is not None:
+            out["count"] = tail[3](results[len(recs)])
+        else:
+            out[attr] = rows[-1][attr]
         return out
 
     reference = f"The {words} of {target} is {value}."
@@ -267,10 +325,10 @@ def entity_field(ctx: Ctx) -> Draft:
 
 @template("fk_chain", "chain", ["crm", "helpdesk", "directory", "calendar"], calls=(2, 6))
 def fk_chain(ctx: Ctx) -> Draft:
-    lo = max(1, ctx.min_calls - 1)
+    # Short episodes get one hop; otherwise two to four (chains of 3-5 calls, PROVE's range).
+    lo = max(1 if ctx.max_calls <= 2 else 2, ctx.min_calls - 1)
     hi = max(lo, min(4, ctx.max_calls - 1))
     n_hops = ctx.rng.randint(lo, hi)
     by_name = ctx.rng.random() < 0.3
-    if by_name and n_hops + 2 > ctx.max_calls:
-        by_name = False
-    return _chain_draft(ctx, n_hops, by_name)
+    with_tail = n_hops >= 2 and n_hops + 2 <= ctx.max_calls and ctx.rng.random() < 0.4
+    return _chain_draft(ctx, n_hops, by_name, with_tail)
