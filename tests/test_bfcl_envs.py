@@ -148,3 +148,16 @@ _json = st.recursive(
 def test_render_then_parse_round_trips_json_arguments(args):
     args = {k: v for k, v in args.items() if not keyword.iskeyword(k)}
     assert bfcl.parse_call(bfcl.render_call("echo", args)) == ("echo", args)
+
+
+def test_arguments_are_copied_so_later_calls_never_mutate_the_callers_values():
+    task = load_bfcl_tasks("base", limit=1)[0]
+    config = task.metadata["bfcl"]["initial_config"]["TwitterAPI"]
+    instance = bfcl.build_server("bfcl_twitter_api", task).instance
+    login = {"username": config["username"], "password": config["password"]}
+    assert not bfcl.call_method(instance, "authenticate_twitter", login)[1]
+    args = {"content": "hello", "tags": ["#a"], "mentions": ["@b"]}
+    text, is_error, posted = bfcl.call_method(instance, "post_tweet", args)
+    assert not is_error
+    bfcl.call_method(instance, "mention", {"tweet_id": posted["id"], "mentioned_usernames": ["@c"]})
+    assert args == {"content": "hello", "tags": ["#a"], "mentions": ["@b"]}

@@ -159,7 +159,9 @@ def call_method(instance: Any, name: str, arguments: Mapping[str, Any]) -> tuple
     if name.startswith("_") or name not in tool_names(type(instance).__name__):
         return f"Error during execution: unknown function {name!r}", True, None
     try:
-        result = getattr(instance, name)(**dict(arguments))
+        # A fresh copy, as bfcl-eval's eval of a literal makes: BFCL methods keep argument lists in their
+        # state (post_tweet's tags) and later calls mutate them, which must not reach the caller's dict.
+        result = getattr(instance, name)(**copy.deepcopy(dict(arguments)))
     except Exception as exc:  # the model's mistake (bad argument, wrong type): shown to the model
         return f"Error during execution: {exc}", True, None
     if isinstance(result, str):
