@@ -10,10 +10,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from toolkit.agent.chat import ChatFormat
 from toolkit.agent.loop import NEW_TOOLS_MESSAGE, RolloutConfig, RolloutStats, rollout, run_episodes
 from toolkit.agent.policies import GoldPolicy, OpenAIPolicy
-from toolkit.agent.testing import ScriptedPolicy, fake_opener, turns
+from toolkit.agent.testing import ScriptedPolicy, check_token_exact, fake_opener, turns
 from toolkit.records import GoldCall, Task, Trajectory
 
 TOOLS = ["add", "save_note", "dump", "fail", "slow"]
@@ -49,43 +48,10 @@ def run(tasks, policy, config=None, **kw) -> list[Trajectory]:
     )
 
 
-def model_runs(traj: Trajectory) -> list[list[int]]:
-    """The completion ids grouped into maximal runs of mask-1 (model) tokens."""
-    runs, current = [], []
-    for token, mask in zip(traj.completion_ids, traj.completion_mask, strict=True):
-        if mask:
-            current.append(token)
-        elif current:
-            runs.append(current)
-            current = []
-    if current:
-        runs.append(current)
-    return runs
-
-
 def assert_token_exact(traj: Trajectory, tok) -> None:
-    """ids decode to the rendered conversation; the mask covers exactly the model's turns."""
-    fmt = ChatFormat(tok)
-    decoded = fmt.decode(traj.prompt_ids + traj.completion_ids)
-    rendered = fmt.transcript(traj.messages, traj.metadata["tools"])
-    assert rendered.startswith(decoded)
-    tail = rendered[len(decoded) :]
-    last = traj.messages[-1]
-    if last["role"] != "assistant":
-        assert tail == ""  # closed after the environment's last message, no dangling generation prompt
-    elif traj.stop_reason == "length" and not traj.completion_ids[-1] == tok.eos_token_id:
-        assert tail == tok.eos_token + "\n"  # a turn cut by max_new_tokens
-    else:
-        assert tail == "\n"  # the template's newline after the final <|im_end|>
-    assistant = [m["raw"] for m in traj.messages if m["role"] == "assistant"]
-    runs = [fmt.decode(r) for r in model_runs(traj)]
-    expected = [raw + tok.eos_token for raw in assistant]
-    if traj.stop_reason == "length" and traj.completion_ids and traj.completion_ids[-1] != tok.eos_token_id:
-        expected[-1] = assistant[-1]
-    assert runs == expected
-    assert len(traj.logprobs) == len(traj.completion_ids) == len(traj.completion_mask)
+    check_token_exact(traj, tok)
+    # the scripted policy reports logprob -1.0 for every sampled token: they land exactly on mask 1
     assert all((lp != 0.0) == bool(m) for lp, m in zip(traj.logprobs, traj.completion_mask, strict=True))
-    assert fmt.decode(traj.prompt_ids) == fmt.prompt_text(traj.messages[:2], traj.metadata["tools"])
 
 
 def test_token_exact_multi_turn_episode(tok):

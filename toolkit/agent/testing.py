@@ -13,8 +13,9 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
+from toolkit.agent.chat import ChatFormat
 from toolkit.agent.policies import Generation, GenerationRequest
-from toolkit.records import Task
+from toolkit.records import Task, Trajectory
 from toolkit.toolbox import ToolResult, ToolSpec
 
 NOTES_TOOLS = [
@@ -142,3 +143,36 @@ def turns(*texts: str) -> Callable[[GenerationRequest], str]:
         return texts[min(req.step, len(texts) - 1)]
 
     return script
+
+
+def check_token_exact(traj: Trajectory, tokenizer: Any) -> None:
+    """Assert a token-level trajectory is exact: prompt_ids + completion_ids decode to the rendered
+    conversation, and the mask-1 runs are exactly the model's turns (raw text + end-of-turn token)."""
+    fmt = ChatFormat(tokenizer)
+    eos = tokenizer.eos_token
+    decoded = fmt.decode(traj.prompt_ids + traj.completion_ids)
+    rendered = fmt.transcript(traj.messages, traj.metadata["tools"])
+    assert fmt.decode(traj.prompt_ids) == fmt.prompt_text(traj.messages[:2], traj.metadata["tools"]), "prompt"
+    assert rendered.startswith(decoded), "ids do not decode to the rendered conversation"
+    cut = bool(traj.completion_ids) and traj.completion_ids[-1] != tokenizer.eos_token_id
+    if traj.messages[-1]["role"] != "assistant":
+        expected_tail = ""  # closed after the environment's last message, no dangling generation prompt
+    else:
+        expected_tail = eos + "\n" if cut else "\n"  # the template closes the final model turn
+    assert rendered[len(decoded) :] == expected_tail, f"tail {rendered[len(decoded) :]!r}"
+    runs, current = [], []
+    for token, mask in zip(traj.completion_ids, traj.completion_mask, strict=True):
+        if mask:
+            current.append(token)
+        elif current:
+            runs.append(current)
+            current = []
+    if current:
+        runs.append(current)
+    raws = [m["raw"] for m in traj.messages if m["role"] == "assistant"]
+    expected = [raw + eos for raw in raws]
+    if cut and traj.messages[-1]["role"] == "assistant":
+        expected[-1] = raws[-1]
+    assert [fmt.decode(r) for r in runs] == expected, "mask-1 runs are not the model's turns"
+    assert len(traj.logprobs) == len(traj.completion_ids) == len(traj.completion_mask)
+    assert all(lp == 0.0 for lp, m in zip(traj.logprobs, traj.completion_mask, strict=True) if not m)

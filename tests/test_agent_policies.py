@@ -1,0 +1,122 @@
+"""Generation backends: transformers (tiny random model), policy specs, GPU import guards."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+
+import pytest
+
+from toolkit.agent.loop import RolloutConfig, rollout
+from toolkit.agent.policies import (
+    GenerationRequest,
+    GoldPolicy,
+    OpenAIPolicy,
+    TransformersPolicy,
+    make_policy,
+)
+from toolkit.agent.testing import check_token_exact, fake_opener
+from toolkit.records import Task
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    from toolkit.train.models import load_policy
+
+    model, tokenizer = load_policy("tiny-random")
+    return TransformersPolicy(model, tokenizer, name="tiny-random")
+
+
+def task(task_id: str = "t") -> Task:
+    return Task(
+        id=task_id, split="eval", prompt="Add 2 and 3.", servers=["calc"], tools=["add", "save_note"], seed=0
+    )
+
+
+def request(policy, text: str, **kw) -> GenerationRequest:
+    ids = policy.tokenizer(text, add_special_tokens=False)["input_ids"]
+    base = {"key": 0, "task": task(), "turn": 0, "step": 0, "messages": [], "tools": [], "prompt_ids": ids}
+    return GenerationRequest(**base, stop_token_ids=[policy.tokenizer.eos_token_id], **kw)
+
+
+@pytest.mark.parametrize("temperature", [0.0, 0.7])
+def test_batched_generation_returns_ids_and_the_sampled_tokens_logprobs(tiny, temperature):
+    import torch
+
+    reqs = [
+        request(
+            tiny,
+            "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n",
+            max_new_tokens=6,
+            temperature=temperature,
+        ),
+        request(
+            tiny,
+            "<|im_start|>user\na much longer prompt here with words<|im_end|>\n",
+            max_new_tokens=9,
+            temperature=temperature,
+        ),
+    ]
+    gens = tiny.generate_sync(reqs)
+    for req, gen in zip(reqs, gens, strict=True):
+        assert 0 < len(gen.token_ids) <= req.max_new_tokens and len(gen.logprobs) == len(gen.token_ids)
+        ended = gen.token_ids[-1] == tiny.tokenizer.eos_token_id
+        assert gen.finish_reason == ("stop" if ended else "length")
+        # teacher-forced on the unpadded row: the batch's left padding must not change anything
+        ids = torch.tensor([req.prompt_ids + gen.token_ids])
+        with torch.no_grad():
+            logits = tiny.model(input_ids=ids).logits[0, len(req.prompt_ids) - 1 : -1].float()
+        expected = torch.log_softmax(logits / (temperature or 1.0), dim=-1)
+        expected = expected.gather(1, torch.tensor(gen.token_ids)[:, None]).squeeze(1)
+        assert torch.allclose(torch.tensor(gen.logprobs), expected, atol=2e-3), (
+            gen.logprobs,
+            expected.tolist(),
+        )
+        if temperature == 0.0:  # greedy: each sampled token is the argmax
+            assert gen.token_ids == logits.argmax(-1).tolist()
+
+
+def test_loop_with_a_real_model_is_token_exact(tiny):
+    config = RolloutConfig(max_new_tokens=12, max_turns=2, temperature=1.0, seed=0)
+    trajs = rollout([task("a"), task("b")], tiny, config, n=2, open_episode=fake_opener())
+    assert len(trajs) == 4
+    for traj in trajs:
+        check_token_exact(traj, tiny.tokenizer)
+        assert traj.metadata["model_tokens"] > 0
+        assert any(lp != 0.0 for lp in traj.logprobs)
+
+
+def test_check_token_exact_catches_drift(tiny):
+    config = RolloutConfig(max_new_tokens=6, max_turns=1, temperature=1.0, seed=1)
+    (traj,) = rollout([task()], tiny, config, open_episode=fake_opener())
+    check_token_exact(traj, tiny.tokenizer)
+    shifted = type(traj).from_dict(traj.to_dict())
+    shifted.completion_mask[0] = 1 - shifted.completion_mask[0]
+    with pytest.raises(AssertionError):
+        check_token_exact(shifted, tiny.tokenizer)
+    retokenized = type(traj).from_dict(traj.to_dict())
+    retokenized.completion_ids[0] = (retokenized.completion_ids[0] + 1) % 1000
+    with pytest.raises(AssertionError):
+        check_token_exact(retokenized, tiny.tokenizer)
+
+
+def test_make_policy_specs():
+    assert isinstance(make_policy("gold"), GoldPolicy)
+    served = make_policy("openai:qwen2.5-7b@http://127.0.0.1:9/v1")
+    assert isinstance(served, OpenAIPolicy) and served.model == "qwen2.5-7b" and served.tokenizer is None
+    if importlib.util.find_spec("vllm") is None:  # CPU machines: one clear message, no import error
+        with pytest.raises(RuntimeError, match="GPU"):
+            make_policy("vllm:Qwen/Qwen2.5-0.5B-Instruct")
+    if importlib.util.find_spec("unsloth") is None:
+        with pytest.raises(RuntimeError, match="GPU"):
+            make_policy("unsloth:unsloth/Qwen2.5-0.5B-Instruct")
+
+
+def test_importing_the_agent_never_imports_gpu_packages_or_torch():
+    code = (
+        "import sys, toolkit.agent.loop, toolkit.agent.policies, toolkit.agent.commands, toolkit.agent.testing; "
+        "bad = [m for m in ('vllm', 'unsloth', 'torch') if m in sys.modules]; print(bad); sys.exit(bool(bad))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
