@@ -45,6 +45,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--server", default=None, help="graph: only this server's tools")
     p.add_argument("--json", action="store_true", help="graph: print JSON")
+    p.add_argument("--bfcl", action="store_true", help="graph: include the BFCL servers")
     p.set_defaults(func=handle)
 
 
@@ -57,7 +58,7 @@ def handle(args: argparse.Namespace) -> int:
 def _graph(args: argparse.Namespace) -> int:
     from toolkit.synth.library import library_graph
 
-    graph = library_graph()
+    graph = library_graph(include_bfcl=args.bfcl)
     if args.json:
         print(json.dumps(graph.to_dict(), indent=1, sort_keys=True))
     else:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import random
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +25,7 @@ from toolkit.toolbox import ToolSpec
 READ_VERBS = ("list", "search", "get", "view", "find", "query", "lookup", "read", "show", "fetch")
 CREATE_VERBS = ("create", "add", "new", "open", "book", "place", "schedule", "send", "post", "write")
 EDGE_SOURCES = ("declared", "schema", "name", "state")
+SOURCE_CODES = {"declared": "d", "schema": "o", "name": "n", "state": "s"}
 
 
 @dataclass(frozen=True, order=True)
@@ -228,13 +229,15 @@ class ToolGraph:
                     continue
                 per_field: dict[str, set[str]] = defaultdict(set)
                 for e in incoming:
-                    per_field[e.field].add(f"{e.producer}({e.source[0]})")
+                    per_field[e.field].add(f"{e.producer}({SOURCE_CODES[e.source]})")
                 parts = [
                     f"{f} <- {', '.join(sorted(p)[:6])}{' ...' if len(p) > 6 else ''}"
                     for f, p in sorted(per_field.items())
                 ]
                 lines.append(f"  {name}: " + "; ".join(parts))
-        lines.append("\nsources: (d)eclared in templates, (s)chema, (n)ame, (s)tate foreign key")
+        lines.append(
+            "\nsources: (d) declared in templates, (o) output schema, (n) tool names, (s) state foreign keys"
+        )
         return "\n".join(lines)
 
 
@@ -245,11 +248,13 @@ def build_graph(
     world: Mapping[str, Mapping[str, Mapping[str, Any]]] | None = None,
     declared: Iterable[tuple[str, str, str]] = (),
     getters: Mapping[str, tuple[str, str]] | None = None,
+    scope: Callable[[ToolSpec], str] | None = None,
 ) -> ToolGraph:
     """Infer the graph from tool schemas (and the world's foreign keys when a world is given), plus
     ``declared`` (producer, consumer, field) triples. ``getters`` maps a collection to the tool and
     argument that read one of its records (``customers -> (get_contact, contact_id)``) where the
-    names alone do not tell (guessed from names otherwise)."""
+    names alone do not tell (guessed from names otherwise). ``scope`` names the state a tool acts on
+    (servers over one shared world share a scope); inferred edges never cross scopes."""
     tools = {s.name: s for s in specs}
     consumers: dict[str, list[str]] = defaultdict(list)  # input field -> tools taking it
     for name, spec in tools.items():
@@ -259,8 +264,15 @@ def build_graph(
                 if f.endswith("_ids"):
                     consumers[f[:-1]].append(name)  # a list of ids takes what a single id gives
 
+    def same_scope(a: str, b: str) -> bool:
+        return scope is None or scope(tools[a]) == scope(tools[b])
+
     def link(producer: str, fld: str, source: str) -> list[Edge]:
-        return [Edge(producer, c, fld, source) for c in consumers.get(fld, []) if c != producer]
+        return [
+            Edge(producer, c, fld, source)
+            for c in consumers.get(fld, [])
+            if c != producer and same_scope(producer, c)
+        ]
 
     edges: list[Edge] = []
     for p, c, f in declared:
@@ -279,9 +291,9 @@ def build_graph(
         readers: dict[str, list[str]] = defaultdict(list)  # collection -> tools that return its records
         for coll in world:
             ent = singular(coll)
-            for name in tools:
+            for name in tools:  # list_deals, search_tickets: reads whose object is the collection
                 tokens = _name_tokens(name)
-                if tokens and tokens[0] in READ_VERBS and any(singular(t) == ent for t in tokens[1:]):
+                if len(tokens) > 1 and tokens[0] in READ_VERBS and singular(tokens[-1]) == ent:
                     readers[coll].append(name)
             if coll in found and found[coll][0] not in readers[coll]:
                 readers[coll].append(found[coll][0])
