@@ -13,7 +13,7 @@ from toolkit.envs import open_episode
 from toolkit.records import CallRecord, Trajectory
 from toolkit.rewards.base import get_reward
 from toolkit.rewards.bfcl import BFCLReward, decode_trajectory
-from toolkit.synth.bfcl_tasks import BFCL_CATEGORIES, load_bfcl_tasks, replay_gold
+from toolkit.synth.bfcl_tasks import BFCL_CATEGORIES, first_turn_only, load_bfcl_tasks, replay_gold
 
 # A few entries per category: the first ones, multi-class entries, and miss_func_49 whose ground truth
 # calls a held-out tool before its turn. The full sweep over all 800 is `python -m bench.bench_bfcl`.
@@ -162,3 +162,14 @@ def test_bfcl_checker_caches_instances_by_model_name_which_is_why_we_isolate(bas
     assert check(gold_decoded)["valid"]  # with the cache cleared, gold passes
     for key in [k for k in vars(multi_turn_utils) if k.startswith("fixed_name_test")]:
         del vars(multi_turn_utils)[key]
+
+
+def test_first_turn_only_tasks_are_scored_on_their_first_turn():
+    full = _task("multi_turn_base_100")
+    task = first_turn_only(full)
+    assert task.followups == [] and {g.turn for g in task.gold} == {0}
+    assert task.metadata["bfcl"]["ground_truth"] == full.metadata["bfcl"]["ground_truth"][:1]
+    assert len(full.followups) > 0 and "first_turn_only" not in full.metadata["bfcl"]
+    traj = gold_trajectory(task)
+    assert BFCLReward()(task, traj).score == 1.0
+    assert BFCLReward()(task, dataclasses.replace(traj, calls=[])).score == 0.0

@@ -16,6 +16,8 @@ category never sees a scenario held out for evaluation in another.
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import functools
 import hashlib
 import json
@@ -38,6 +40,15 @@ try:
     )
 except ImportError:  # pragma: no cover - bfcl-eval not installed
     ADDED_FUNCTIONS_PROMPT = "I have updated some more functions you can choose from. What about now?"
+
+# bfcl-eval force-quits an entry (scored as failed) when a user turn goes past this many tool-calling
+# steps (MAXIMUM_STEP_LIMIT); the kit's loop matches it with RolloutConfig(max_turns=MAX_STEPS_PER_TURN + 1)
+# (the extra generation is the turn's answer). Note: two long_context entries have a 34-call gold turn,
+# so a gold replay with one call per generation needs all of a turn's calls in one generation.
+try:
+    from bfcl_eval.constants.default_prompts import MAXIMUM_STEP_LIMIT as MAX_STEPS_PER_TURN
+except ImportError:  # pragma: no cover
+    MAX_STEPS_PER_TURN = 20
 
 
 def category_name(category: str) -> str:
@@ -172,6 +183,24 @@ def load_bfcl_tasks(category: str, limit: int | None = None, *, split: str | Non
     return tasks
 
 
+def first_turn_only(task: Task) -> Task:
+    """The task cut to its first user turn (Bespoke Labs trained on "only the first query of each
+    example", reference 001): no followups, turn-0 gold and ground truth; BFCLReward scores it on that
+    turn alone. The id is kept (the split and the checker key on the BFCL entry id)."""
+    meta = copy.deepcopy(task.metadata)
+    meta["bfcl"]["ground_truth"] = meta["bfcl"]["ground_truth"][:1]
+    meta["bfcl"]["missed_function"] = {
+        t: n for t, n in meta["bfcl"]["missed_function"].items() if int(t) == 0
+    }
+    meta["bfcl"]["first_turn_only"] = True
+    meta["n_turns"] = 1
+    gold = [g for g in task.gold if g.turn == 0]
+    meta["chain_length"] = len(gold)
+    return dataclasses.replace(
+        task, followups=[], gold=copy.deepcopy(gold), rubric=_rubric(gold), metadata=meta
+    )
+
+
 def is_bfcl_task(task: Task) -> bool:
     return "bfcl" in task.metadata
 
@@ -203,6 +232,8 @@ __all__ = [
     "EVAL_FRACTION",
     "category_name",
     "entry_to_task",
+    "MAX_STEPS_PER_TURN",
+    "first_turn_only",
     "gold_by_turn",
     "is_bfcl_task",
     "load_bfcl_tasks",
