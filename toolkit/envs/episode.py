@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 from mcp import Client
+from mcp.shared.exceptions import MCPError as McpError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from toolkit.envs import registry
@@ -179,7 +180,12 @@ async def open_episode(
             else:
                 await episode._connect(name, Client(registry.build_server(name, world, task), **client_args))
         for ext in external or []:
-            await episode._connect(ext.name, ext.client(timeout))
+            try:
+                await episode._connect(ext.name, ext.client(timeout))
+            except (OSError, TimeoutError, McpError) as exc:
+                raise RuntimeError(
+                    f"external server '{ext.name}' could not be reached: {type(exc).__name__}: {exc}"
+                ) from exc
         yield episode
     finally:
         await episode.aclose()

@@ -136,14 +136,17 @@ class DomainServer:
             ]
         return _TEMPLATES[cls]
 
-    def mcp_server(self, only: set[str] | None = None) -> MCPServer:
-        """An MCPServer whose tools act on this instance's world state."""
-        tools = [
+    def bound_tools(self, only: set[str] | None = None) -> list[Tool]:
+        """This class's SDK tools, re-bound to this instance (and so to its world state)."""
+        return [
             t.model_copy(update={"fn": _inline(getattr(self, t.name)), "is_async": True})
             for t in self.templates()
             if only is None or t.name in only
         ]
-        return MCPServer(self.name, instructions=self.description, tools=tools)
+
+    def mcp_server(self, only: set[str] | None = None) -> MCPServer:
+        """An MCPServer whose tools act on this instance's world state."""
+        return MCPServer(self.name, instructions=self.description, tools=self.bound_tools(only))
 
     # -- helpers shared by servers --------------------------------------------------------------
     def require(self, coll: str, key: str, kind: str, hint: str = "") -> dict[str, Any]:
