@@ -45,6 +45,9 @@ class SynthConfig:
             "abstain": 0.6,
         }
     )
+    # Share of eval draws taken from the eval-only (held-out) templates; the rest use held-out phrasings
+    # or server combinations of the shared templates.
+    eval_template_share: float = 0.3
     # Near-duplicate removal: prompts within a template whose word-trigram Jaccard similarity is at
     # least this are dropped (exact duplicates of the gold calls are always dropped).
     near_duplicate_jaccard: float = 0.9

@@ -213,6 +213,10 @@ def _generate_split(
             short = rng.random() < config.short_share
             kind = _weighted(rng, weights)
             choices = [t for t in by_kind[kind] if not short or pool[t].calls[0] <= 2]
+            if split == "eval" and rng.random() < config.eval_template_share:
+                choices = [
+                    t for t in sorted(pool) if pool[t].eval_only and (not short or pool[t].calls[0] <= 2)
+                ]
             if not choices:
                 stats["skipped_no_short_template"] += 1
                 continue
