@@ -109,3 +109,21 @@ def test_trl_reward_func_pickles():
     assert fn(
         prompts=["p"], completions=["c"], task=[task.to_dict()], trajectory=[example_gold(task).to_dict()]
     ) == [1.0]
+
+
+def test_binarize_and_zero_variance_share():
+    from toolkit.rewards import binarize
+    from toolkit.rewards.study import zero_variance_table
+
+    task = helpdesk_task()
+    gold = example_gold(task)
+    half = perturb(task, gold, ["wrong_answer"])  # rubric 3/5
+    none = perturb(task, gold, ["empty_answer"])  # rubric 3/5 as well (r3, r4 fail)
+    rubric = get_reward("rubric")
+    binary = binarize(rubric, name="binary")
+    assert [binary(task, t).score for t in (gold, half)] == [1.0, 0.0]
+    assert binary(task, half).breakdown["rubric"] == pytest.approx(0.6)
+    groups = [(task, [half, none]), (task, [gold, half])]  # group 1 flat for both rewards; group 2 not
+    zv = zero_variance_table(groups, {"rubric": rubric, "binary": binary})
+    assert zv.loc["rubric", "zero_variance_share"] == 0.5 and zv.loc["binary", "zero_variance_share"] == 0.5
+    assert zv.loc["binary", "mean_group_std"] == pytest.approx((0 + 0.5) / 2)

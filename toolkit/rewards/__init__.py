@@ -1,6 +1,7 @@
 """Rewards: pure functions of (task, trajectory) -> RewardResult(score, breakdown, details).
 
 ``get_reward(name, **config)`` builds one by name (``list_rewards()``); ``combine`` weights several;
+``binarize`` turns a dense reward into a {0, 1} one;
 ``as_trl_reward_func`` adapts any of them to TRL's ``reward_funcs``. Ranges:
 
 - ``rubric`` / ``rubric-judge``: fraction of essential rubric items passed, [0, 1] (Scale).
@@ -11,7 +12,7 @@
 - ``bfcl``: BFCL multi-turn state + response check, {0, 1} (``toolkit.rewards.bfcl``, loaded lazily).
 """
 
-from toolkit.rewards.base import Reward, combine, get_reward, list_rewards
+from toolkit.rewards.base import Reward, binarize, combine, get_reward, list_rewards
 from toolkit.rewards.trl import as_trl_reward_func
 
-__all__ = ["Reward", "as_trl_reward_func", "combine", "get_reward", "list_rewards"]
+__all__ = ["Reward", "as_trl_reward_func", "binarize", "combine", "get_reward", "list_rewards"]

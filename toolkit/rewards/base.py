@@ -127,3 +127,31 @@ def answer_text(traj: Trajectory) -> str:
     if traj.final_answer and traj.final_answer not in parts:
         parts.append(traj.final_answer)
     return "\n".join(parts)
+
+
+class Thresholded(Reward):
+    """1.0 when the inner reward reaches ``threshold``, else 0.0: a binary task-completion reward built
+    from a dense one (e.g. all essential rubric items passed)."""
+
+    range = (0.0, 1.0)
+
+    def __init__(self, inner: Reward, threshold: float | None = None, name: str | None = None):
+        self.inner = inner
+        self.threshold = inner.range[1] if threshold is None else threshold
+        self.name = name or f"{inner.name}-binary"
+
+    def _wrap(self, res: RewardResult) -> RewardResult:
+        hit = res.score >= self.threshold - 1e-9
+        details = {**res.details, "inner_score": res.score}
+        return RewardResult(float(hit), {self.inner.name: res.score}, details)
+
+    def score(self, task: Task, traj: Trajectory) -> RewardResult:
+        return self._wrap(self.inner(task, traj))
+
+    def batch(self, tasks: Sequence[Task], trajs: Sequence[Trajectory]) -> list[RewardResult]:
+        return [self._wrap(r) for r in self.inner.batch(tasks, trajs)]
+
+
+def binarize(reward: Reward, threshold: float | None = None, name: str | None = None) -> Reward:
+    """``reward`` turned into a {0, 1} reward: 1 when it reaches ``threshold`` (default: its maximum)."""
+    return Thresholded(reward, threshold, name)

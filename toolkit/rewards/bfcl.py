@@ -27,7 +27,7 @@ import uuid
 from collections import defaultdict
 from typing import Any
 
-from toolkit.envs.bfcl import BFCLCallError, render_call, tool_names
+from toolkit.envs.bfcl import BFCLCallError, initial_config, render_call, tool_names
 from toolkit.records import RewardResult, Task, Trajectory
 
 # The loop stop reasons that mean the episode was cut off (BFCL's "force-terminated": fails the entry).
@@ -130,7 +130,7 @@ def run_checker(decoded: list[list[list[str]]], ground_truth: list[list[str]], m
     model_name = f"mcprl_{uuid.uuid4().hex}"
     entry = {
         "id": meta["id"],
-        "initial_config": meta.get("initial_config", {}),
+        "initial_config": initial_config(meta),
         "involved_classes": list(meta["involved_classes"]),
     }
     category = "multi_turn_" + meta.get("category", "base")

@@ -139,13 +139,56 @@ def perturb(task: Task, gold: Trajectory, names: list[str], seed: int = 0) -> Tr
 
 
 def sample_group(
-    task: Task, gold: Trajectory, size: int, rng: random.Random, max_edits: int = 3
+    task: Task, gold: Trajectory, size: int, rng: random.Random, max_edits: int = 3, min_edits: int = 0
 ) -> list[Trajectory]:
-    """``size`` trajectories, each ``gold`` with 0..``max_edits`` random perturbations: a crude model of
-    a policy's samples for one prompt (a GRPO group)."""
+    """``size`` trajectories, each ``gold`` with ``min_edits``..``max_edits`` random perturbations: a
+    crude model of a policy's samples for one prompt (a GRPO group). ``min_edits=1`` models a weak
+    policy that never reproduces the gold exactly (though some edits, e.g. a repeated read, are harmless)."""
     names = sorted(PERTURBATIONS)
     group = []
     for _ in range(size):
-        k = rng.randint(0, max_edits)
+        k = rng.randint(min_edits, max(min_edits, max_edits))
         group.append(perturb(task, gold, [rng.choice(names) for _ in range(k)], seed=rng.randrange(2**31)))
     return group
+
+
+# ---- named scenarios (notebook 03's side-by-side table) ---------------------------------------------
+
+
+def _scenario_partial(traj: Trajectory, task: Task) -> None:
+    keep = (len(traj.calls) + 1) // 2
+    traj.calls = traj.calls[:keep]
+    wrong_answer(traj, task, random.Random(0))
+
+
+def _scenario_wrong_order(traj: Trajectory, task: Task) -> None:
+    traj.calls.reverse()
+
+
+def _scenario_over_budget(traj: Trajectory, task: Task) -> None:
+    traj.calls = [copy.deepcopy(c) for c in traj.calls for _ in range(3)]  # 3n calls > B = n + ceil(n/2)
+
+
+def _scenario_hallucinated(traj: Trajectory, task: Task) -> None:
+    hallucinated_tool(traj, task, random.Random(0))
+
+
+SCENARIOS: dict[str, Callable[[Trajectory, Task], None] | None] = {
+    "gold": None,
+    "partial": _scenario_partial,  # first half of the calls, a wrong answer
+    "wrong order": _scenario_wrong_order,  # the gold calls reversed
+    "over budget": _scenario_over_budget,  # every gold call made three times
+    "hallucinated tool": _scenario_hallucinated,  # gold plus one call to a tool that does not exist
+}
+
+
+def scenario(task: Task, gold: Trajectory, name: str) -> Trajectory:
+    """One of ``SCENARIOS`` applied to a copy of ``gold`` (state diff fixed up as for ``perturb``)."""
+    traj = copy.deepcopy(gold)
+    edit = SCENARIOS[name]
+    if edit is not None:
+        edit(traj, task)
+    for i, c in enumerate(traj.calls):
+        c.step = i
+    traj.metadata = {**traj.metadata, "policy": name}
+    return _fix_state(task, traj, gold.state_diff)

@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Coroutine, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
 
 from toolkit.records import CallRecord, Task, Trajectory
 from toolkit.rewards.perturb import gold_answer
 
+T = TypeVar("T")
 RESULT_CHARS = 2000  # tool outputs kept on the record (the loop truncates similarly)
 
 
@@ -69,16 +71,27 @@ async def execute_calls(
     )
 
 
+def run_sync(coro: Coroutine[Any, Any, T]) -> T:
+    """Run a coroutine to completion from sync code, also inside a running event loop (Jupyter):
+    there it runs in a worker thread with its own loop."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, coro).result()
+
+
 def replay_gold(task: Task) -> Trajectory:
     """The gold trajectory of ``task``, executed for real (results, state diff)."""
     calls = [(g.name, g.arguments) for g in task.gold]
-    return asyncio.run(execute_calls(task, calls, gold_answer(task), policy="gold"))
+    return run_sync(execute_calls(task, calls, gold_answer(task), policy="gold"))
 
 
 def reexecute(task: Task, traj: Trajectory) -> Trajectory:
     """``traj``'s calls and answer, executed for real in a fresh episode (perturbed trajectories)."""
     calls = [(c.name, c.args) for c in traj.calls]
-    out = asyncio.run(
+    out = run_sync(
         execute_calls(task, calls, traj.final_answer, policy=traj.metadata.get("policy", "script"))
     )
     out.turn_answers, out.stop_reason = list(traj.turn_answers), traj.stop_reason
