@@ -16,7 +16,6 @@ An eval output folder holds ``results.jsonl`` (one TaskResult per task), ``traje
 from __future__ import annotations
 
 import importlib.metadata
-import inspect
 import json
 import platform
 import time
@@ -156,35 +155,36 @@ def default_scorers(suite: Suite) -> dict[str, Scorer]:
 # ---- rollout -----------------------------------------------------------------------------------------
 
 
+# Evaluation samples greedily unless told otherwise: the numbers then depend on the model, not the draw.
+EVAL_LOOP_DEFAULTS: dict[str, Any] = {"temperature": 0.0}
+# Smoke runs (CI, notebooks with SMOKE=True): two generations of 48 tokens per user turn at most.
+SMOKE_LOOP_CONFIG: dict[str, Any] = {"max_turns": 2, "max_new_tokens": 48}
+
+
+def loop_settings(loop_config: dict[str, Any] | None, seed: int) -> dict[str, Any]:
+    """The agent-loop settings an eval run uses (``RolloutConfig`` fields), as recorded in results.json."""
+    from dataclasses import asdict
+
+    from toolkit.agent.loop import RolloutConfig
+
+    return asdict(RolloutConfig(**{**EVAL_LOOP_DEFAULTS, "seed": seed, **(loop_config or {})}))
+
+
 def default_rollout(
     policy_spec: str, adapter: str | None = None, seed: int = 0, **loop_config: Any
 ) -> Rollout:
-    """Rollout through the kit's agent loop with ``make_policy(policy_spec)`` (``gold`` or a model)."""
-    import asyncio
-
-    from toolkit.agent.loop import run_episodes
+    """Rollout through the kit's agent loop with ``make_policy(policy_spec)`` (``gold`` or a model);
+    ``loop_config`` holds ``toolkit.agent.loop.RolloutConfig`` fields (iteration cap, token budgets...)."""
+    from toolkit.agent.loop import RolloutConfig, rollout
     from toolkit.agent.policies import make_policy
 
-    kwargs = {"adapter": adapter, "seed": seed}
-    params = inspect.signature(make_policy).parameters
-    accepted = {
-        k: v
-        for k, v in kwargs.items()
-        if k in params or any(p.kind == p.VAR_KEYWORD for p in params.values())
-    }
-    if adapter and "adapter" not in accepted:
-        raise TypeError("this policy factory takes no adapter")
-    if policy_spec != "gold":  # sampling policies: make generation reproducible
-        import torch
+    config = RolloutConfig(**loop_settings(loop_config, seed))
+    policy = make_policy(policy_spec, adapter=adapter)
 
-        torch.manual_seed(seed)
-    policy = make_policy(policy_spec, **accepted)
+    def run(tasks: list[Task]) -> list[Trajectory]:
+        return rollout(tasks, policy, config)  # also works inside Jupyter's running event loop
 
-    def rollout(tasks: list[Task]) -> list[Trajectory]:
-        out = run_episodes(policy, tasks, **loop_config)
-        return asyncio.run(out) if inspect.isawaitable(out) else list(out)
-
-    return rollout
+    return run
 
 
 # ---- the run -----------------------------------------------------------------------------------------
@@ -238,6 +238,7 @@ def run_eval(
         raise ValueError(f"suite {suite!r} has no tasks to run")
 
     started = time.time()
+    rollout_given = rollout is not None
     rollout = rollout or default_rollout(policy_spec, adapter, seed, **(loop_config or {}))
     trajs = rollout(task_list)
     if len(trajs) != len(task_list):
@@ -268,7 +269,7 @@ def run_eval(
             "tasks_file": str(tasks_file)
             if tasks_file
             else (None if spec.bfcl_category else str(KIT_EVAL_TASKS)),
-            "loop_config": loop_config or {},
+            "loop_config": loop_settings(loop_config, seed) if not rollout_given else (loop_config or {}),
             "versions": package_versions(),
             "python": platform.python_version(),
             "platform": platform.platform(),
