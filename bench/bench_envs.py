@@ -1,0 +1,159 @@
+"""Environment speed: one tool call through each path, throughput of concurrent isolated episodes, reset cost.
+
+    python -m bench.bench_envs [--quick]
+
+Every figure is measured in this run and printed next to its baseline:
+- per-call latency of the same read tool (view_ticket) called directly in Python (the limit), through
+  the in-process MCP client (the SDK's direct dispatcher: the kit's fast path), through in-memory
+  JSON-RPC streams (full framing + initialize handshake), and over stdio to `python -m toolkit.envs.serve`;
+- tool calls per second with 64 concurrent isolated episodes (mixed reads and writes);
+- reset cost: a copy-on-write WorldState vs deep-copying the world, and opening a whole episode.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import os
+import random
+import sys
+import time
+
+import anyio
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+from toolkit.envs import open_episode
+from toolkit.envs.servers.helpdesk import Helpdesk
+from toolkit.envs.state import WorldState, base_world
+
+ARGS = {"ticket_id": "t-1007"}
+
+
+def per_call(seconds: float, n: int) -> str:
+    return f"{seconds / n * 1e6:9.1f} us/call"
+
+
+async def time_calls(call, n: int) -> float:
+    await call()  # warm up
+    t = time.perf_counter()
+    for _ in range(n):
+        await call()
+    return time.perf_counter() - t
+
+
+async def bench_paths(n: int) -> dict[str, float]:
+    out: dict[str, float] = {}
+    helpdesk = Helpdesk(WorldState.from_seed(0))
+    t = time.perf_counter()
+    for _ in range(n):
+        helpdesk.view_ticket(**ARGS)
+    out["direct python"] = time.perf_counter() - t
+    for transport in ("inprocess", "jsonrpc"):
+        async with open_episode(servers=["helpdesk"], transport=transport) as tb:
+            out[f"MCP {transport}"] = await time_calls(lambda tb=tb: tb.call_tool("view_ticket", ARGS), n)
+    params = StdioServerParameters(command=sys.executable, args=["-m", "toolkit.envs.serve", "helpdesk"],
+                                   cwd=os.getcwd())  # fmt: skip
+    async with Client(params, read_timeout_seconds=60) as client:
+        out["MCP stdio"] = await time_calls(lambda: client.call_tool("view_ticket", ARGS), max(n // 5, 50))
+        out["MCP stdio"] *= n / max(n // 5, 50)
+    return out
+
+
+def plan(rng: random.Random, n: int) -> list[tuple[str, dict]]:
+    calls = [
+        lambda: ("search_tickets", {"status": rng.choice(["open", "pending"]), "limit": 5}),
+        lambda: ("view_ticket", {"ticket_id": f"t-{rng.randint(1001, 1040)}"}),
+        lambda: ("add_ticket_tags", {"ticket_id": f"t-{rng.randint(1001, 1040)}", "tags": ["bench"]}),
+        lambda: ("get_company", {"company_id": f"co-{rng.randint(1, 8):03d}"}),
+        lambda: (
+            "update_deal",
+            {"deal_id": f"d-{rng.randint(1, 16):03d}", "amount": 1000.0 * rng.randint(1, 9)},
+        ),
+        lambda: ("calculate", {"expression": f"{rng.randint(1, 99)} * 1.07"}),
+    ]
+    return [rng.choice(calls)() for _ in range(n)]
+
+
+async def bench_concurrent(episodes: int, calls: int) -> tuple[float, float, int]:
+    """(wall seconds including episode open/close, seconds of the call phase only, total calls)."""
+    plans = [plan(random.Random(i), calls) for i in range(episodes)]
+    ready, go = anyio.Event(), anyio.Event()
+    opened = 0
+    phase: dict[str, float] = {}
+
+    async def one(i: int) -> None:
+        nonlocal opened
+        async with open_episode(servers=["helpdesk", "crm", "calculator"], seed=0) as tb:
+            opened += 1
+            if opened == episodes:
+                ready.set()
+            await go.wait()
+            for name, args in plans[i]:
+                r = await tb.call_tool(name, args)
+                assert r.ok, r.text
+            phase["end"] = time.perf_counter()
+
+    t0 = time.perf_counter()
+    async with anyio.create_task_group() as tg:
+        for i in range(episodes):
+            tg.start_soon(one, i)
+        await ready.wait()
+        phase["start"] = time.perf_counter()
+        go.set()
+    return time.perf_counter() - t0, phase["end"] - phase["start"], episodes * calls
+
+
+async def bench_open(n: int) -> float:
+    async with open_episode(servers=["helpdesk", "crm", "calculator"]):
+        pass
+    t = time.perf_counter()
+    for _ in range(n):
+        async with open_episode(servers=["helpdesk", "crm", "calculator"]):
+            pass
+    return (time.perf_counter() - t) / n
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="fewer iterations (smoke)")
+    args = ap.parse_args()
+    n = 300 if args.quick else 3000
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpus, n={n}")
+
+    paths = anyio.run(bench_paths, n)
+    base = paths["direct python"]
+    print("\n1) one read tool call (view_ticket), same process unless stated")
+    for k, v in paths.items():
+        print(f"  {k:<16} {per_call(v, n)}   x{v / base:7.1f} vs direct")
+
+    episodes, calls = 64, (20 if args.quick else 100)
+    wall, phase, total = anyio.run(bench_concurrent, episodes, calls)
+    print(f"\n2) {episodes} concurrent isolated episodes x {calls} mixed calls (helpdesk+crm+calculator)")
+    print(f"  call phase: {total / phase:8.0f} calls/s   (target >= 1000)")
+    print(f"  end to end incl. opening/closing 64 episodes: {total / wall:8.0f} calls/s")
+    single = paths["MCP inprocess"] / n
+    print(f"  vs one episode calling sequentially: {1 / single:8.0f} calls/s")
+
+    world = base_world(0)
+    reps = 2000 if args.quick else 20000
+    t = time.perf_counter()
+    for _ in range(reps):
+        WorldState.from_seed(0)
+    cow = (time.perf_counter() - t) / reps
+    t = time.perf_counter()
+    for _ in range(max(reps // 100, 10)):
+        copy.deepcopy(world)
+    deep = (time.perf_counter() - t) / max(reps // 100, 10)
+    opened = anyio.run(bench_open, 50 if args.quick else 300)
+    print("\n3) reset cost per episode")
+    print(f"  copy-on-write world state:  {cow * 1e6:9.2f} us   (target <= 1000 us)")
+    print(
+        f"  deep copy of the world:     {deep * 1e6:9.1f} us   (x{deep / cow:,.0f} the copy-on-write reset)"
+    )
+    print(f"  open+close a 3-server episode (state + pooled servers + MCP sessions): {opened * 1e3:7.2f} ms")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
