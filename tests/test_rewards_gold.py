@@ -14,7 +14,7 @@ def synthesized():
     from toolkit.synth.config import SynthConfig
     from toolkit.synth.generate import generate
 
-    res = generate(SynthConfig(n_train=16, n_eval=0, seed=5, max_calls=4))
+    res = generate(SynthConfig(n_train=10, n_eval=0, seed=5, max_calls=4))
     assert res.train, "synthesis produced no tasks"
     return res.train
 
@@ -44,3 +44,41 @@ def test_reexecuted_perturbation_loses_marks(synthesized):
     for name in ["prove", "graduated", "toolrl"]:
         r = get_reward(name)
         assert r(task, bad).score < r.range[1]
+
+
+@pytest.mark.integration
+def test_bfcl_gold_replay_gets_full_marks_including_bfcl_checker():
+    from toolkit.rewards.replay import replay_gold
+    from toolkit.synth.bfcl_tasks import load_bfcl_tasks
+
+    rewards = [get_reward(n) for n in [*NAMES, "bfcl"]]
+    for task in load_bfcl_tasks("base", limit=3):
+        traj = replay_gold(task)
+        assert len(traj.turn_answers) == 1 + len(task.followups)
+        for r in rewards:
+            res = r(task, traj)
+            assert res.score == pytest.approx(r.range[1]), (task.id, r.name, res.breakdown, res.details)
+
+
+def test_plain_callable_rewards_are_wrapped():
+    from toolkit.records import RewardResult
+    from toolkit.rewards import as_reward, as_trl_reward_func, combine
+    from toolkit.rewards.examples import example_gold, helpdesk_task
+
+    class Const:  # another area's reward: a callable with name and range, no batch
+        name, range = "const", (0.0, 2.0)
+
+        def __call__(self, task, traj):
+            return RewardResult(2.0, {"c": 2.0})
+
+    task = helpdesk_task()
+    wrapped = as_reward(Const())
+    assert wrapped.name == "const" and wrapped.range == (0.0, 2.0)
+    assert [r.score for r in wrapped.batch([task], [example_gold(task)])] == [2.0]
+    mix = combine([(Const(), 0.5), (get_reward("rubric"), 1.0)])
+    assert mix(task, example_gold(task)).score == pytest.approx(0.5 * 2 + 1.0)
+    fn = as_trl_reward_func(Const())
+    assert fn.__name__ == "reward_const"
+    assert fn(
+        prompts=[1], completions=[1], task=[task.to_dict()], trajectory=[example_gold(task).to_dict()]
+    ) == [2.0]

@@ -12,7 +12,7 @@
 - ``bfcl``: BFCL multi-turn state + response check, {0, 1} (``toolkit.rewards.bfcl``, loaded lazily).
 """
 
-from toolkit.rewards.base import Reward, binarize, combine, get_reward, list_rewards
+from toolkit.rewards.base import Reward, as_reward, binarize, combine, get_reward, list_rewards
 from toolkit.rewards.trl import as_trl_reward_func
 
-__all__ = ["Reward", "as_trl_reward_func", "binarize", "combine", "get_reward", "list_rewards"]
+__all__ = ["Reward", "as_reward", "as_trl_reward_func", "binarize", "combine", "get_reward", "list_rewards"]

@@ -8,6 +8,7 @@ run requests concurrently); everything else inherits the sequential default.
 from __future__ import annotations
 
 import importlib
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -36,6 +37,27 @@ class Reward:
         return f"<{type(self).__name__} {self.name} range={self.range}>"
 
 
+class Wrapped(Reward):
+    """A plain ``(task, traj) -> RewardResult`` callable (e.g. another area's class) as a Reward."""
+
+    def __init__(self, fn: Callable[[Task, Trajectory], RewardResult], name: str | None = None):
+        self.fn = fn
+        self.name = name or getattr(fn, "name", None) or getattr(fn, "__name__", type(fn).__name__)
+        self.range = tuple(getattr(fn, "range", (-math.inf, math.inf)))  # type: ignore[assignment]
+
+    def score(self, task: Task, traj: Trajectory) -> RewardResult:
+        return self.fn(task, traj)
+
+
+def as_reward(obj: Reward | Callable[[Task, Trajectory], RewardResult], name: str | None = None) -> Reward:
+    """``obj`` itself when it is a Reward, else wrapped so it gets ``batch``, ``name`` and ``range``."""
+    if isinstance(obj, Reward):
+        return obj
+    if not callable(obj):
+        raise TypeError(f"not a reward: {obj!r}")
+    return Wrapped(obj, name)
+
+
 class Combined(Reward):
     """Weighted sum of rewards. ``breakdown`` keeps every component as ``"<name>"`` (its score) and
     ``"<name>.<component>"``; ``details[name]`` holds each component's details."""
@@ -43,10 +65,10 @@ class Combined(Reward):
     def __init__(self, parts: Sequence[tuple[Reward, float]], name: str | None = None):
         if not parts:
             raise ValueError("combine() needs at least one (reward, weight) pair")
-        names = [r.name for r, _ in parts]
+        self.parts = [(as_reward(r), float(w)) for r, w in parts]
+        names = [r.name for r, _ in self.parts]
         if len(set(names)) != len(names):
             raise ValueError(f"combine(): reward names must be unique, got {names}")
-        self.parts = [(r, float(w)) for r, w in parts]
         self.name = name or "+".join(f"{w:g}*{r.name}" for r, w in self.parts)
         lo = sum(w * (r.range[0] if w >= 0 else r.range[1]) for r, w in self.parts)
         hi = sum(w * (r.range[1] if w >= 0 else r.range[0]) for r, w in self.parts)
@@ -104,11 +126,8 @@ def get_reward(name: str, **config: Any) -> Reward:
         raise
     factory: Callable[..., Reward] = getattr(module, attr)
     reward = factory(**config)
-    if not getattr(reward, "name", None) or reward.name == "reward":
-        try:
-            reward.name = name  # e.g. a plain callable class from another area
-        except AttributeError:
-            pass
+    if not isinstance(reward, Reward):  # e.g. a plain callable class from another area
+        return as_reward(reward, getattr(reward, "name", None) or name)
     return reward
 
 

@@ -29,6 +29,7 @@ from typing import Any
 
 from toolkit.envs.bfcl import BFCLCallError, initial_config, render_call, tool_names
 from toolkit.records import RewardResult, Task, Trajectory
+from toolkit.rewards.base import Reward
 
 # The loop stop reasons that mean the episode was cut off (BFCL's "force-terminated": fails the entry).
 FORCE_TERMINATED = ("max_turns",)
@@ -37,7 +38,7 @@ _MAX_DETAIL = 400
 _lock = threading.Lock()  # guards the sweep over bfcl-eval's globals, not the scoring itself
 
 
-class BFCLReward:
+class BFCLReward(Reward):
     """``BFCLReward()(task, traj) -> RewardResult``: score in {0.0, 1.0} from BFCL's checker.
 
     ``breakdown``: ``state`` and ``response`` (1.0 passed / 0.0 failed) where the checker got that far
@@ -48,7 +49,7 @@ class BFCLReward:
     name = "bfcl"
     range = (0.0, 1.0)
 
-    def __call__(self, task: Task, traj: Trajectory) -> RewardResult:
+    def score(self, task: Task, traj: Trajectory) -> RewardResult:
         meta = task.metadata.get("bfcl")
         if not meta:
             raise ValueError(f"task {task.id} is not a BFCL task (no metadata['bfcl'])")

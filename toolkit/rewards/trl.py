@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from toolkit.records import Task, Trajectory
-from toolkit.rewards.base import Reward
+from toolkit.rewards.base import Reward, as_reward
 
 
 def _as_task(value: Any) -> Task:
@@ -38,8 +38,10 @@ class TRLRewardFunc:
     """A kit reward as a TRL reward function (a picklable callable object; TRL logs its ``__name__``)."""
 
     def __init__(self, reward: Reward, name: str | None = None, log_components: bool = True):
-        self.reward, self.log_components = reward, log_components
-        self.__name__ = name or f"reward_{reward.name}".replace("-", "_").replace("+", "_").replace("*", "x")
+        self.reward, self.log_components = as_reward(reward), log_components
+        self.__name__ = name or f"reward_{self.reward.name}".replace("-", "_").replace("+", "_").replace(
+            "*", "x"
+        )
 
     def __call__(self, prompts: list[Any], completions: list[Any], **kwargs: Any) -> list[float | None]:
         if "trajectory" not in kwargs or "task" not in kwargs:
