@@ -3,7 +3,8 @@
 An entry becomes one ``Task``: the first user turn is the prompt, later turns are ``followups`` (a
 turn where BFCL adds held-out functions, which has no user message, gets BFCL's own "I have updated
 some more functions..." message), the ground truth is parsed with ``ast`` into ``GoldCall``s with
-their turn, and ``metadata["bfcl"]`` keeps what BFCL's checker needs (id, category, initial_config,
+their turn, and ``metadata["bfcl"]`` keeps what BFCL's checker needs (id, category, initial_config
+as JSON text (its key order matters; read it with ``toolkit.envs.bfcl.initial_config``),
 involved_classes, long_context, the ground-truth call strings) plus ``missed_function``:
 ``{str(turn): [tool names]}`` for tools that are only offered from that turn on. ``task.tools`` holds
 every tool of the involved classes, held-out ones included (the episode routes them, as bfcl-eval's
@@ -133,7 +134,8 @@ def entry_to_task(entry: dict[str, Any], ground_truth: list[list[str]] | tuple[t
             "bfcl": {
                 "id": entry_id,
                 "category": category,
-                "initial_config": entry.get("initial_config", {}),
+                # JSON text: key order matters to BFCL and must survive sorted-key JSONL
+                "initial_config": json.dumps(entry.get("initial_config", {}), ensure_ascii=False),
                 "involved_classes": classes,
                 "long_context": category == "long_context",
                 "missed_function": missed,

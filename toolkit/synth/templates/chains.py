@@ -155,7 +155,12 @@ def _tail(ctx: Ctx, coll: str, rec: dict[str, Any]) -> tuple[Step, str, int, Any
             checked_args=["requester_id", "status"],
             purpose=f"count their {status} tickets",
         )
-        return step, f"number of {status} tickets they raised", n, lambda r: int(payload(r)["total"])
+        return (
+            step,
+            f"How many {status} tickets has that person raised?",
+            n,
+            lambda r: int(payload(r)["total"]),
+        )
     if coll == "staff" and _has_tool(ctx, "day_agenda"):
         day = ctx.choose(sorted({e["start"][:10] for e in ctx.world["events"].values()}))
         n = sum(
@@ -167,7 +172,12 @@ def _tail(ctx: Ctx, coll: str, rec: dict[str, Any]) -> tuple[Step, str, int, Any
             normalize={"day": "date"},
             purpose=f"read their agenda for {day}",
         )
-        return step, f"number of meetings they have on {day}", n, lambda r: len(payload(r)["events"])
+        return (
+            step,
+            f"How many meetings does that person have on {day}?",
+            n,
+            lambda r: len(payload(r)["events"]),
+        )
     if coll == "companies" and _has_tool(ctx, "list_deals"):
         n = sum(d["company_id"] == rec["id"] for d in ctx.world["deals"].values())
         step = Step(
@@ -176,7 +186,7 @@ def _tail(ctx: Ctx, coll: str, rec: dict[str, Any]) -> tuple[Step, str, int, Any
             checked_args=["company_id"],
             purpose="list the company's deals",
         )
-        return step, "number of deals on record for that company", n, lambda r: int(payload(r)["total"])
+        return step, "How many deals does that company have on record?", n, lambda r: int(payload(r)["total"])
     return None
 
 
@@ -188,8 +198,6 @@ def _chain_draft(ctx: Ctx, n_hops: int, by_name: bool, with_tail: bool = False) 
     start, recs, fields, colls = _walk(ctx, n_hops)
     attr, words, norm = _ask(ctx, colls[-1], recs[-1])
     tail = _tail(ctx, colls[-1], recs[-1]) if with_tail else None
-    if tail is not None:
-        words = tail[1]
     first = recs[0]
     by_name = by_name and start in SEARCHERS and (not ctx.tools or SEARCHERS[start][0] in ctx.tools)
     if by_name:
@@ -236,7 +244,22 @@ def _chain_draft(ctx: Ctx, n_hops: int, by_name: bool, with_tail: bool = False) 
         f"its {r}" if i == 0 else f"that {ENTITY[colls[i]]}'s {r}" for i, r in enumerate(rels)
     )
     value = recs[-1][attr]
-    if rels:
+    if tail is not None:
+        question = tail[1]
+        prompt = ctx.say(
+            [
+                "Find {target}. {q}",
+                "Starting from {intro}: find {stepwise}. {q}",
+                "Look up {intro} and follow {stepwise}. {q}",
+            ],
+            ["Trace {intro} through {stepwise}, then answer: {q}"],
+            target=target,
+            intro=intro,
+            stepwise=stepwise,
+            q=question,
+        )
+        words = question[0].lower() + question[1:-1]
+    elif rels:
         prompt = ctx.say(
             [
                 "What is the {w} of {target}?",
@@ -276,7 +299,7 @@ def _chain_draft(ctx: Ctx, n_hops: int, by_name: bool, with_tail: bool = False) 
     ]
     if tail is not None:
         value = tail[2]
-        answers.append(Answer("count", value, "number", text=f"the {words} is {value}"))
+        answers.append(Answer("count", value, "number", text=f"the answer to '{question}' is {value}"))
     else:
         answers.append(Answer(attr, value, norm, text=f"the {words} of {target} is {value}"))
 
@@ -301,7 +324,9 @@ def _chain_draft(ctx: Ctx, n_hops: int, by_name: bool, with_tail: bool = False) 
             out[attr] = rows[-1][attr]
         return out
 
-    reference = f"The {words} of {target} is {value}."
+    reference = (
+        f"The {words} of {target} is {value}." if tail is None else f"{question} The answer is {value}."
+    )
     if len(recs) > 2:
         reference = "; ".join(a.text[0].upper() + a.text[1:] for a in answers[:-1]) + f". {reference}"
     servers = {GETTERS[c][2] for c in colls[1:]} | {SEARCHERS[start][2] if by_name else GETTERS[start][2]}
