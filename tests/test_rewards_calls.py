@@ -96,6 +96,8 @@ def test_malformed_arguments():
     assert res.score == pytest.approx((0.5 * (3 + 1 / 3) / 4 + 0.5 * 0.25 + 0.15 + 0.2) / W)
     g = GRAD(task, tr)  # bad call: name 1/3, no structure/values, not executed -> atomic 1/6
     assert g.breakdown["atomic"] == pytest.approx((3 + 1 / 6) / 4)
+    assert g.breakdown["atomic.name"] == 1.0 and g.breakdown["atomic.values"] == pytest.approx(3 / 4)
+    assert g.breakdown["atomic.execution"] == pytest.approx(3 / 4)
     assert g.score == pytest.approx(0.5 * (3 + 1 / 6) / 4 + 0.5 * 1.0)
     t = TOOLRL(task, tr)
     assert t.breakdown["format"] == 0.0

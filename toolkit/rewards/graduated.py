@@ -12,6 +12,8 @@ score = w_atomic * atomic_validity + w_orch * orchestration, default 0.5 / 0.5, 
   name placed after the calls matched to the steps it depends on (each call used once).
 
 A task that expects no calls gets 1.0 for both parts when the model makes none, 0 otherwise.
+``breakdown``: ``atomic``, ``orchestration`` and the per-level means ``atomic.name``,
+``atomic.structure``, ``atomic.values``, ``atomic.execution``, each in [0, 1].
 """
 
 from __future__ import annotations
@@ -25,12 +27,13 @@ from toolkit.rewards.normalize import loose_equal
 
 
 def ast_levels(call: CallRecord, step: GoldCall) -> dict[str, float]:
-    """The three AST levels for ``call`` against ``step`` (0 when the names differ)."""
+    """The three AST levels for ``call`` against ``step``, each in [0, 1] (all 0 when the names
+    differ); the AST score is their mean."""
     if call.name != step.name:
         return {"name": 0.0, "structure": 0.0, "values": 0.0}
     args, want = call.args, step.arguments
     if args is None:  # unparseable arguments: only the name was right
-        return {"name": 1 / 3, "structure": 0.0, "values": 0.0}
+        return {"name": 1.0, "structure": 0.0, "values": 0.0}
     if not want:
         structure = 1.0 if not args else 0.0
     else:
@@ -38,7 +41,7 @@ def ast_levels(call: CallRecord, step: GoldCall) -> dict[str, float]:
         typed = sum(same_json_type(args[k], want[k]) for k in present)
         structure = (len(present) / len(want)) * (typed / len(present) if present else 0.0)
     values = set(args) == set(want) and all(loose_equal(args[k], v) for k, v in want.items())
-    return {"name": 1 / 3, "structure": structure / 3, "values": (1 / 3) if values else 0.0}
+    return {"name": 1.0, "structure": structure, "values": float(values)}
 
 
 class GraduatedReward(Reward):
@@ -69,7 +72,8 @@ class GraduatedReward(Reward):
                 default={"name": 0.0, "structure": 0.0, "values": 0.0},
             )
             execution = 1.0 if (candidates and c.ok) else 0.0
-            per_call.append({**best, "execution": execution, "atomic": (sum(best.values()) + execution) / 2})
+            ast = sum(best.values()) / 3
+            per_call.append({**best, "execution": execution, "atomic": (ast + execution) / 2})
         n = len(per_call)
 
         def mean(key: str) -> float:

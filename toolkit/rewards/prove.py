@@ -120,13 +120,12 @@ class ProveReward(Reward):
                 "precision": precision,
                 "arg_match": arg_match,
             }
-            applicable = ["validity", "coverage", "precision", "arg_match"]
-            comps["abstention"] = 0.0
+            applicable = list(comps)  # abstention does not apply when calls are expected
         else:
             comps = {"abstention": float(n == 0)}
             applicable = ["abstention"]
             matched = {}
-        weighted = sum(self.weights[k] * comps[k] for k in comps)
+        weighted = sum(self.weights[k] * comps[k] for k in applicable)
         denom = sum(self.weights[k] for k in applicable) if self.normalize else 1.0
         total = (weighted / denom if denom else 0.0) + penalty
         breakdown = {**comps, "efficiency_penalty": penalty}

@@ -209,7 +209,9 @@ def rubric_result(
 
     ess_score, ess_graded, ess_ungraded = frac(ess)
     opt_score, _, opt_ungraded = frac(opt)
-    breakdown = {"essential": ess_score, "optional": opt_score}
+    breakdown = {"essential": ess_score}
+    if opt:  # reported only where the task has optional items, so averages are not diluted
+        breakdown["optional"] = opt_score
     for cat in sorted({it.category for it in ess}):
         breakdown[f"essential.{cat}"] = frac([it for it in ess if it.category == cat])[0]
     details: dict[str, Any] = {
