@@ -37,10 +37,12 @@ def _bfcl_executor_run(task) -> tuple[float, float, list[str]]:
     from bfcl_eval.eval_checker.multi_turn_eval import multi_turn_utils
     from bfcl_eval.eval_checker.multi_turn_eval.multi_turn_utils import execute_multi_turn_func_call
 
+    from toolkit.envs.bfcl import initial_config
+
     meta = task.metadata["bfcl"]
     model = f"bench_{uuid.uuid4().hex}"
     common = dict(
-        initial_config=meta["initial_config"],
+        initial_config=initial_config(meta),
         involved_classes=meta["involved_classes"],
         model_name=model,
         test_entry_id=meta["id"],
@@ -61,12 +63,12 @@ def _bfcl_executor_run(task) -> tuple[float, float, list[str]]:
 
 def _direct_run(task) -> float:
     """Seconds for the gold calls on fresh instances through ``call_method`` (no MCP)."""
-    from toolkit.envs.bfcl import call_method, class_of_tool, new_instance
+    from toolkit.envs.bfcl import call_method, class_of_tool, initial_config, new_instance
 
     meta = task.metadata["bfcl"]
     t0 = _clock()
     instances = {
-        c: new_instance(c, meta["initial_config"], meta["long_context"]) for c in meta["involved_classes"]
+        c: new_instance(c, initial_config(meta), meta["long_context"]) for c in meta["involved_classes"]
     }
     owner = class_of_tool()
     for g in task.gold:

@@ -82,13 +82,16 @@ def test_initial_config_loads_and_error_dicts_come_back_as_tool_errors():
 
 def test_episodes_are_isolated_and_the_task_config_is_never_mutated():
     task = load_bfcl_tasks("base", limit=1)[0]
-    before = json.dumps(task.metadata["bfcl"]["initial_config"], sort_keys=True)
+    # a hand-made task may carry the config as a dict: it must come out untouched
+    task.metadata["bfcl"]["initial_config"] = bfcl.initial_config(task.metadata["bfcl"])
+    before = json.dumps(task.metadata["bfcl"]["initial_config"])
     a = bfcl.build_server("bfcl_gorilla_file_system", task)
     b = bfcl.build_server("bfcl_gorilla_file_system", task)
     _run(_call, a, "touch", {"file_name": "only_in_a.txt"})
+    _run(_call, a, "echo", {"content": "changed", "file_name": "only_in_a.txt"})
     assert "only_in_a.txt" in json.dumps(a.snapshot())
     assert "only_in_a.txt" not in json.dumps(b.snapshot())
-    assert json.dumps(task.metadata["bfcl"]["initial_config"], sort_keys=True) == before
+    assert json.dumps(task.metadata["bfcl"]["initial_config"]) == before
 
 
 def test_long_context_flag_reaches_the_instance():
@@ -152,7 +155,7 @@ def test_render_then_parse_round_trips_json_arguments(args):
 
 def test_arguments_are_copied_so_later_calls_never_mutate_the_callers_values():
     task = load_bfcl_tasks("base", limit=1)[0]
-    config = task.metadata["bfcl"]["initial_config"]["TwitterAPI"]
+    config = bfcl.initial_config(task.metadata["bfcl"])["TwitterAPI"]
     instance = bfcl.build_server("bfcl_twitter_api", task).instance
     login = {"username": config["username"], "password": config["password"]}
     assert not bfcl.call_method(instance, "authenticate_twitter", login)[1]

@@ -10,7 +10,8 @@ import anyio
 import pytest
 
 from toolkit.envs import open_episode
-from toolkit.records import CallRecord, Trajectory
+from toolkit.envs.bfcl import initial_config
+from toolkit.records import CallRecord, Task, Trajectory, read_jsonl, write_jsonl
 from toolkit.rewards.base import get_reward
 from toolkit.rewards.bfcl import BFCLReward, decode_trajectory
 from toolkit.synth.bfcl_tasks import BFCL_CATEGORIES, first_turn_only, load_bfcl_tasks, replay_gold
@@ -144,7 +145,11 @@ def test_bfcl_checker_caches_instances_by_model_name_which_is_why_we_isolate(bas
 
     task, traj = base0
     meta = task.metadata["bfcl"]
-    entry = {k: meta[k] for k in ("id", "initial_config", "involved_classes")}
+    entry = {
+        "id": meta["id"],
+        "initial_config": initial_config(meta),
+        "involved_classes": meta["involved_classes"],
+    }
     wrong = copy.deepcopy(traj)
     wrong.calls = [c for c in wrong.calls if c.name != "mkdir"]
     gold_decoded, _ = decode_trajectory(task, traj)
@@ -173,3 +178,15 @@ def test_first_turn_only_tasks_are_scored_on_their_first_turn():
     traj = gold_trajectory(task)
     assert BFCLReward()(task, traj).score == 1.0
     assert BFCLReward()(task, dataclasses.replace(traj, calls=[])).score == 0.0
+
+
+def test_tasks_keep_bfcl_key_order_through_sorted_jsonl(tmp_path):
+    """GorillaFileSystem's root is the first key of its config (miss_func_5: 'data' before 'archive');
+    the kit writes JSONL with sorted keys, so the config travels as JSON text."""
+    task = _task("multi_turn_miss_func_5")
+    write_jsonl(tmp_path / "t.jsonl", [task])
+    (again,) = read_jsonl(tmp_path / "t.jsonl", Task)
+    assert list(initial_config(again.metadata["bfcl"])["GorillaFileSystem"]["root"]) == ["data", "archive"]
+    traj = gold_trajectory(again)
+    assert all(c.ok for c in traj.calls), [c.result for c in traj.calls if not c.ok]
+    assert BFCLReward()(again, traj).score == 1.0

@@ -84,3 +84,19 @@ def test_unknown_category_and_split_are_clear_errors():
         load_bfcl_tasks("multi_turn_composite")
     with pytest.raises(ValueError, match="split"):
         load_bfcl_tasks("base", split="test")
+
+
+def test_ground_truth_calls_the_loop_would_refuse_are_marked_and_optional():
+    quirky = {
+        t.id: t for c in BFCL_CATEGORIES for t in load_bfcl_tasks(c) if t.metadata["bfcl"]["gold_quirks"]
+    }
+    assert sorted(quirky) == sorted(
+        [f"multi_turn_{c}_173" for c in ("base", "miss_func", "miss_param", "long_context")]
+        + ["multi_turn_miss_func_49"]
+    )
+    early = quirky["multi_turn_miss_func_49"]
+    assert "before it is offered" in early.metadata["bfcl"]["gold_quirks"]["2"]
+    assert early.gold[2].name == "tail" and early.rubric[2].essential is False
+    typed = quirky["multi_turn_base_173"]
+    assert "schema" in typed.metadata["bfcl"]["gold_quirks"]["4"] and typed.gold[4].name == "close_ticket"
+    assert [item.essential for item in typed.rubric] == [True, True, True, True, False]

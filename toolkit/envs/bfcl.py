@@ -131,6 +131,31 @@ def to_json_schema(bfcl_schema: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+@functools.cache
+def _validator(tool_name: str) -> Any:
+    import jsonschema
+
+    doc = next(d for d in function_docs(class_of_tool()[tool_name]) if d["name"] == tool_name)
+    return jsonschema.Draft202012Validator(to_json_schema(doc["parameters"]))
+
+
+def schema_problem(tool_name: str, arguments: Mapping[str, Any]) -> str | None:
+    """Why ``arguments`` do not fit the tool's BFCL schema (JSON Schema check), or None when they fit.
+    BFCL itself validates nothing; a few ground truths break their own docs (a string ticket id)."""
+    error = next(iter(_validator(tool_name).iter_errors(dict(arguments))), None)
+    return None if error is None else f"{'.'.join(map(str, error.path)) or 'arguments'}: {error.message}"
+
+
+def initial_config(meta: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``initial_config`` of a task's ``metadata["bfcl"]``: stored as JSON text, because BFCL's
+    classes depend on key order (the file system's root is the first key of ``root``, ``ls`` lists in
+    insertion order) and the kit's JSONL files sort dict keys; a dict is accepted too."""
+    value = meta.get("initial_config")
+    if isinstance(value, str):
+        return json.loads(value)
+    return dict(value or {})
+
+
 def new_instance(
     class_name: str, initial_config: Mapping[str, Any] | None, long_context: bool = False
 ) -> Any:
@@ -232,7 +257,7 @@ def build_server(name: str, task: Task | None = None) -> BFCLServer:
         raise KeyError(f"unknown BFCL server {name!r} (known: {SERVER_NAMES})")
     class_name = CLASS_OF_SERVER[name]
     meta = (task.metadata.get("bfcl") or {}) if task is not None else {}
-    instance = new_instance(class_name, meta.get("initial_config"), bool(meta.get("long_context", False)))
+    instance = new_instance(class_name, initial_config(meta), bool(meta.get("long_context", False)))
     return BFCLServer(class_name, instance)
 
 

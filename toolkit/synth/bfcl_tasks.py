@@ -25,7 +25,7 @@ import json
 import time
 from typing import Any
 
-from toolkit.envs.bfcl import BFCL_SERVERS, bfcl_data_dir, parse_call, tool_names
+from toolkit.envs.bfcl import BFCL_SERVERS, bfcl_data_dir, parse_call, schema_problem, tool_names
 from toolkit.records import CallRecord, GoldCall, RubricItem, Task, Trajectory
 from toolkit.toolbox import Toolbox
 
@@ -114,6 +114,18 @@ def entry_to_task(entry: dict[str, Any], ground_truth: list[list[str]] | tuple[t
             last_on_class[cls] = len(gold)
             gold.append(GoldCall(name=name, arguments=args, depends_on=deps, turn=turn))
 
+    # Ground-truth calls the kit's loop would refuse although BFCL runs them: a tool called before the
+    # turn that offers it (miss_func_49), arguments that break BFCL's own schema (base_173's string id).
+    offered_at = {name: int(t) for t, names in missed.items() for name in names}
+    quirks = {}
+    for i, g in enumerate(gold):
+        if offered_at.get(g.name, 0) > g.turn:
+            quirks[i] = (
+                f"{g.name} is called at turn {g.turn}, before it is offered (turn {offered_at[g.name]})"
+            )
+        elif (problem := schema_problem(g.name, g.arguments)) is not None:
+            quirks[i] = f"{g.name} arguments break its BFCL schema ({problem})"
+
     tools = [name for cls in classes for name in tool_names(cls)]
     if held_out - set(tools):
         raise ValueError(f"{entry_id}: missed functions {sorted(held_out - set(tools))} not in {classes}")
@@ -125,7 +137,7 @@ def entry_to_task(entry: dict[str, Any], ground_truth: list[list[str]] | tuple[t
         tools=tools,
         seed=0,
         gold=gold,
-        rubric=_rubric(gold),
+        rubric=_rubric(gold, quirks),
         followups=turns[1:],
         metadata={
             "kind": "bfcl",
@@ -142,6 +154,7 @@ def entry_to_task(entry: dict[str, Any], ground_truth: list[list[str]] | tuple[t
                 "excluded_function": list(entry.get("excluded_function", [])),
                 "path": list(entry.get("path", [])),
                 "ground_truth": [list(turn) for turn in ground_truth],
+                "gold_quirks": {str(i): why for i, why in quirks.items()},
             },
         },
     )
@@ -154,15 +167,18 @@ def _class_of(name: str, classes: list[str], entry_id: str) -> str:
     raise ValueError(f"{entry_id}: gold call {name!r} is not a function of {classes}")
 
 
-def _rubric(gold: list[GoldCall]) -> list[RubricItem]:
+def _rubric(gold: list[GoldCall], quirks: dict[int, str] | None = None) -> list[RubricItem]:
     """One programmatic item per gold call (tool and argument values), for the kit's rubric rewards;
-    BFCL's own verdict is ``toolkit.rewards.bfcl.BFCLReward``."""
+    BFCL's own verdict is ``toolkit.rewards.bfcl.BFCLReward``. Items of quirky gold calls (which the
+    kit's loop refuses, see ``gold_quirks``) are optional, so they never count against a policy."""
+    quirks = quirks or {}
     return [
         RubricItem(
             id=f"call{i}",
-            text=f"Turn {g.turn}: calls {g.name} with {json.dumps(g.arguments, sort_keys=True)}",
+            text=f"Turn {g.turn}: calls {g.name} with {json.dumps(g.arguments, sort_keys=True)}"
+            + (f" (optional: {quirks[i]})" if i in quirks else ""),
             category="query_construction" if g.arguments else "tool_selection",
-            essential=True,
+            essential=i not in quirks,
             check={"type": "tool_args", "tools": [g.name], "args": dict(g.arguments)},
         )
         for i, g in enumerate(gold)
@@ -198,8 +214,10 @@ def first_turn_only(task: Task) -> Task:
     meta["n_turns"] = 1
     gold = [g for g in task.gold if g.turn == 0]
     meta["chain_length"] = len(gold)
+    quirks = {int(i): why for i, why in meta["bfcl"].get("gold_quirks", {}).items() if int(i) < len(gold)}
+    meta["bfcl"]["gold_quirks"] = {str(i): why for i, why in quirks.items()}
     return dataclasses.replace(
-        task, followups=[], gold=copy.deepcopy(gold), rubric=_rubric(gold), metadata=meta
+        task, followups=[], gold=copy.deepcopy(gold), rubric=_rubric(gold, quirks), metadata=meta
     )
 
 
