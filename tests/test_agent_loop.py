@@ -223,12 +223,21 @@ def test_policy_failure_is_raised_not_recorded():
 
 
 def test_gold_policy_replays_gold_and_answers():
-    gold = [GoldCall("add", {"a": 2, "b": 3}), GoldCall("save_note", {"key": "sum", "text": "5"}, [0])]
+    gold = [
+        GoldCall("add", {"a": 2, "b": 3}),
+        GoldCall("save_note", {"key": "sum", "text": "5"}, [0]),  # needs the first result: waits for it
+        GoldCall("add", {"a": 1, "b": 1}),  # independent: goes out with the call before it
+    ]
     task = make_task(gold=gold, answers={"sum": 5})
     (traj,) = run([task], GoldPolicy())
     assert [(c.name, c.args, c.ok) for c in traj.calls] == [(g.name, g.arguments, True) for g in gold]
+    assert [len(m.get("tool_calls", [])) for m in traj.messages if m["role"] == "assistant"] == [1, 2, 1]
     assert traj.stop_reason == "finish" and traj.final_answer == "sum: 5"
     assert traj.prompt_ids == [] and traj.state_diff
+    # an iteration cap too small for one call per turn: the rest go out together, the answer still fits
+    (capped,) = run([task], GoldPolicy(), RolloutConfig(max_turns=2))
+    assert [len(m.get("tool_calls", [])) for m in capped.messages if m["role"] == "assistant"] == [3, 1]
+    assert capped.stop_reason == "finish" and len(capped.calls) == 3
 
 
 def test_gold_policy_multi_turn_without_finish():

@@ -326,6 +326,7 @@ class _Episode:
                 temperature=config.temperature,
                 top_p=config.top_p,
                 stop_token_ids=[self.fmt.eos_token_id] if self.fmt is not None else [],
+                steps_left=config.max_turns - step_in_turn,
             )
             generation = await batcher.generate(request)
             raw, truncated = self._take_generation(generation)

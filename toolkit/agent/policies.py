@@ -41,6 +41,7 @@ class GenerationRequest:
     temperature: float = 1.0
     top_p: float = 1.0
     stop_token_ids: list[int] = field(default_factory=list)
+    steps_left: int = 1 << 30  # generations this user turn may still make, this one included
 
 
 @dataclass
@@ -346,9 +347,14 @@ def to_openai_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 class GoldPolicy:
-    """Replays each task's gold calls through the loop, one call per model turn and turn by turn, then
-    answers with the expected answer values: ``finish(answer)`` on the last user turn when the finish
-    tool is enabled, plain text otherwise. Every reward must give it full marks."""
+    """Replays each task's gold calls through the loop, turn by turn, then answers with the expected
+    answer values: ``finish(answer)`` on the last user turn when the finish tool is enabled, plain text
+    otherwise. Every reward must give it full marks.
+
+    Calls that do not depend on each other (``GoldCall.depends_on``) go out together in one model turn;
+    a call that needs an earlier call's output waits for it, as a model would. When the turn's
+    remaining calls would not fit in the iteration cap, the rest go out at once (they run in order).
+    """
 
     name = "gold"
     tokenizer = None
@@ -357,14 +363,22 @@ class GoldPolicy:
         return [self.next_turn(r) for r in requests]
 
     def next_turn(self, req: GenerationRequest) -> Generation:
-        done_in_turn = _model_turns_in_current_user_turn(req.messages)
-        calls = [c for c in req.task.gold if c.turn == req.turn]
-        if done_in_turn < len(calls):
-            call = calls[done_in_turn]
-            return Generation(text=format_call(call.name, call.arguments))
-        n_turns = 1 + len(req.task.followups)
-        answer = gold_answer(req.task) if req.turn == n_turns - 1 else "Done."
-        if req.turn == n_turns - 1 and any(t["function"]["name"] == FINISH_TOOL for t in req.tools):
+        indexed = [(i, c) for i, c in enumerate(req.task.gold) if c.turn == req.turn]
+        done = _calls_in_current_user_turn(req.messages)
+        if done < len(indexed):
+            rest = indexed[done:]
+            group = [rest[0]]
+            if len(rest) >= req.steps_left:  # keep one generation for the answer
+                group = rest
+            else:
+                for index, gold in rest[1:]:
+                    if any(dep >= rest[0][0] for dep in gold.depends_on):
+                        break
+                    group.append((index, gold))
+            return Generation(text="\n".join(format_call(g.name, g.arguments) for _, g in group))
+        last_turn = req.turn == len(req.task.followups)
+        answer = gold_answer(req.task) if last_turn else "Done."
+        if last_turn and any(t["function"]["name"] == FINISH_TOOL for t in req.tools):
             return Generation(text=format_call(FINISH_TOOL, {"answer": answer}))
         return Generation(text=answer)
 
@@ -386,12 +400,13 @@ def _answer_text(value: Any) -> str:
     return str(value)
 
 
-def _model_turns_in_current_user_turn(messages: list[dict[str, Any]]) -> int:
+def _calls_in_current_user_turn(messages: list[dict[str, Any]]) -> int:
     count = 0
     for m in reversed(messages):
         if m["role"] == "user":
             break
-        count += m["role"] == "assistant"
+        if m["role"] == "assistant":
+            count += len(m.get("tool_calls") or [])
     return count
 
 
