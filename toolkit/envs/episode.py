@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 from mcp import Client
+from mcp.client import CacheConfig, InMemoryResponseCacheStore
 from mcp.shared.exceptions import MCPError as McpError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
 
 Transport = Literal["inprocess", "jsonrpc"]
 DEFAULT_TIMEOUT = 30.0
+_LIST_CACHE = InMemoryResponseCacheStore()  # tools/list results of the kit's own servers, shared by episodes
 
 # The SDK logs every tool error at INFO; the model sees them as results, so keep the console quiet.
 logging.getLogger("mcp.server.mcpserver.server").setLevel(logging.WARNING)
@@ -75,7 +77,13 @@ class Episode:
         # cancel scope; the client's own read timeout bounds its handshake instead.
         await self._stack.enter_async_context(client)
         self._clients[name] = client
-        if specs is None:
+        if specs is not None:
+            # Prime the session with the tool listing (it needs one before the first call). The kit's
+            # servers mark their static lists cacheable, so after the first episode this is a hit in
+            # the shared response cache rather than a round trip.
+            with anyio.fail_after(self.timeout):
+                await client.list_tools()
+        else:
             specs = []
             with anyio.fail_after(self.timeout):
                 cursor = None
@@ -176,7 +184,12 @@ async def open_episode(
             if name in registry.DOMAIN_SERVERS:
                 server, release = registry.acquire_server(name, world, task)
                 episode._stack.callback(release)  # runs after the client below has closed
-                await episode._connect(name, Client(server, **client_args), registry.domain_specs(name, task))
+                exposed = registry.domain_specs(name, task)
+                target = f"mcp-rl-kit/{name}/" + ",".join(t.name for t in exposed)
+                cache = CacheConfig(
+                    store=_LIST_CACHE, partition="mcp-rl-kit", target_id=target, share_public=True
+                )
+                await episode._connect(name, Client(server, **{**client_args, "cache": cache}), exposed)
             else:
                 await episode._connect(name, Client(registry.build_server(name, world, task), **client_args))
         for ext in external or []:

@@ -14,6 +14,7 @@ import json
 from collections.abc import Callable, Iterable, Sequence
 from typing import Annotated, Any, ClassVar
 
+from mcp.server.caching import CacheHint
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools.base import Tool
@@ -91,6 +92,8 @@ def matches(text: str | None, query: str | None) -> bool:
 
 
 _TEMPLATES: dict[type, list[Tool]] = {}
+# A server's tool list never changes, so clients may cache it (the SDK's response cache honours this).
+STATIC_TOOL_LIST = {"tools/list": CacheHint(ttl_ms=24 * 3600 * 1000, scope="public")}
 
 
 def _inline(method: Callable[..., dict[str, Any]]) -> Callable[..., Any]:
@@ -131,7 +134,14 @@ class DomainServer:
             proto = cls(None)
             names = [n for n, v in vars(cls).items() if callable(v) and hasattr(v, "__mcp_tool__")]
             _TEMPLATES[cls] = [
-                Tool.from_function(getattr(proto, n), name=n, annotations=getattr(cls, n).__mcp_tool__)
+                # No output schema: ours would only say "an object", and with one the client re-validates
+                # every result with jsonschema. Results still carry structuredContent.
+                Tool.from_function(
+                    getattr(proto, n),
+                    name=n,
+                    annotations=getattr(cls, n).__mcp_tool__,
+                    structured_output=False,
+                )
                 for n in names
             ]
         return _TEMPLATES[cls]
@@ -146,7 +156,12 @@ class DomainServer:
 
     def mcp_server(self, only: set[str] | None = None) -> MCPServer:
         """An MCPServer whose tools act on this instance's world state."""
-        return MCPServer(self.name, instructions=self.description, tools=self.bound_tools(only))
+        return MCPServer(
+            self.name,
+            instructions=self.description,
+            tools=self.bound_tools(only),
+            cache_hints=STATIC_TOOL_LIST,
+        )
 
     # -- helpers shared by servers --------------------------------------------------------------
     def require(self, coll: str, key: str, kind: str, hint: str = "") -> dict[str, Any]:
