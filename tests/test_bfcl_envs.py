@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import keyword
+import sys
+from pathlib import Path
 
 import anyio
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from mcp import Client
+from mcp import Client, StdioServerParameters
 
 from toolkit.envs import bfcl
 from toolkit.synth.bfcl_tasks import load_bfcl_tasks
@@ -164,3 +166,21 @@ def test_arguments_are_copied_so_later_calls_never_mutate_the_callers_values():
     assert not is_error
     bfcl.call_method(instance, "mention", {"tweet_id": posted["id"], "mentioned_usernames": ["@c"]})
     assert args == {"content": "hello", "tags": ["#a"], "mentions": ["@b"]}
+
+
+@pytest.mark.integration
+def test_a_bfcl_server_over_stdio_with_mcp_rl_serve():
+    root = Path(__file__).resolve().parents[1]
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "toolkit.cli", "serve", "bfcl_math_api"], cwd=str(root)
+    )
+
+    async def main():
+        async with Client(params, read_timeout_seconds=60) as client:
+            assert len((await client.list_tools()).tools) == len(bfcl.tool_names("MathAPI"))
+            ok = await client.call_tool("add", {"a": 2, "b": 3})
+            assert not ok.is_error and json.loads(ok.content[0].text) == {"result": 5}
+            bad = await client.call_tool("divide", {"a": 1, "b": 0})
+            assert bad.is_error and "divide by zero" in bad.content[0].text
+
+    anyio.run(main)
