@@ -157,3 +157,19 @@ def test_graph_command_prints_inferred_and_declared_edges(capsys):
     assert any(e["producer"] == "view_ticket" and e["consumer"] == "get_contact" for e in graph["edges"])
     assert main(["synth", "graph", "--server", "helpdesk"]) == 0
     assert "[helpdesk]" in capsys.readouterr().out
+
+
+def test_paraphrase_endpoint_is_used_when_configured(env, monkeypatch):
+    from types import SimpleNamespace
+
+    import toolkit.synth.paraphrase as para
+
+    def create(**kw):
+        text = "Rephrased: " + kw["messages"][-1]["content"]
+        return SimpleNamespace(choices=[SimpleNamespace(message=SimpleNamespace(content=text))])
+
+    fake = SimpleNamespace(chat=SimpleNamespace(completions=SimpleNamespace(create=create)))
+    monkeypatch.setattr(para, "make_client", lambda base_url=None: fake)
+    res = generate(make_config("cpu", n_train=6, n_eval=0, seed=3, paraphrase_model="any"), env=env)
+    assert all(t.prompt.startswith("Rephrased: ") for t in res.train)
+    assert res.summary["splits"]["train"]["paraphrased"] >= 6

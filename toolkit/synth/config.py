@@ -81,7 +81,14 @@ PRESETS: dict[str, dict[str, Any]] = {
     },
     "default": {},
     # Longer chains only, many distractors: the hard end of the range.
-    "hard": {"min_calls": 3, "max_calls": 8, "min_distractors": 5, "max_distractors": 8, "short_share": 0.0},
+    "hard": {
+        "min_calls": 3,
+        "max_calls": 8,
+        "min_distractors": 5,
+        "max_distractors": 8,
+        "short_share": 0.0,
+        "kind_weights": {"chain": 3.0, "multi_part": 3.0, "aggregate": 1.0, "clarify": 0.3, "abstain": 0.3},
+    },
 }
 
 
