@@ -161,3 +161,28 @@ def test_standin_server_end_to_end_and_calibration():
         "multi_step_planning",
         "answer_correctness",
     }
+
+
+def test_score_cli_calibrate_with_standin(tmp_path, capsys):
+    from toolkit import cli
+    from toolkit.records import write_jsonl
+
+    task = helpdesk_task()
+    gold = example_gold(task)
+    trajs = [
+        gold,
+        perturb(task, gold, ["wrong_answer"]),
+        perturb(task, gold, ["drop_call", "drop_call"], seed=2),
+    ]
+    write_jsonl(tmp_path / "t.jsonl", [task])
+    write_jsonl(tmp_path / "r.jsonl", trajs)
+    args = ["score", "--reward", "rubric-judge", "--tasks", str(tmp_path / "t.jsonl"),
+            "--trajectories", str(tmp_path / "r.jsonl"), "--judge-standin", "--calibrate", "--json"]  # fmt: skip
+    assert cli.main(args) == 0
+    out = json.loads(capsys.readouterr().out)
+    cal = out["calibration"]
+    assert cal["overall"]["n"] == 3 * len(task.rubric)
+    assert sum(cal["confusion"].values()) == cal["overall"]["n"]
+    assert out["trajectories"][0]["score"] == 1.0
+    assert cli.main(["score", "--reward", "rubric", "--tasks", str(tmp_path / "t.jsonl"),
+                     "--trajectories", str(tmp_path / "r.jsonl"), "--calibrate"]) == 1  # fmt: skip

@@ -34,7 +34,8 @@ SMOKE = False
 OUT_DIR = "../build/notebooks/03_rewards"
 N_TASKS = 24          # tasks for the side-by-side table and the groups
 GROUP_SIZE = 8        # samples per prompt (GRPO num_generations)
-MIN_EDITS, MAX_EDITS = 1, 3   # perturbations per sample: a weak policy never reproduces the gold exactly
+# Simulated policies: (min, max) perturbations per sample; "weak" never reproduces the gold exactly
+POLICIES = {"weak": (2, 4), "medium": (1, 3), "strong": (0, 1)}
 EXECUTE = True        # re-execute perturbed calls in real episodes (synthesized tasks only)
 TASKS_DIR = None      # folder of tasks JSONL (default: data/tasks, else the kit's example tasks)
 ROLLOUTS = None       # a trajectories JSONL from `mcp-rl rollout` to use instead of perturbations
@@ -107,8 +108,9 @@ e.g. a vLLM server. **Without them this cell uses the local stand-in judge: a de
 heuristic behind the same HTTP API, not a language model. Its numbers exercise the machinery and say
 nothing about any real judge.**"""),
     code(
-        """groups = study.sample_groups(tasks, golds, GROUP_SIZE, seed=SEED, execute=execute, rollouts=ROLLOUTS,
-                             min_edits=MIN_EDITS, max_edits=MAX_EDITS)
+        """lo, hi = POLICIES["medium"]
+groups = study.sample_groups(tasks, golds, GROUP_SIZE, seed=SEED, execute=execute, rollouts=ROLLOUTS,
+                             min_edits=lo, max_edits=hi)
 calib_tasks = [t for t, g in groups for _ in g][: 4 * len(groups)]
 calib_trajs = [tr for _, g in groups for tr in g][: 4 * len(groups)]
 grader, label, server = study.judge_grader(noise=JUDGE_NOISE)
@@ -126,10 +128,14 @@ For each task, a group of samples (rollouts from `mcp-rl rollout` when `ROLLOUTS
 perturbations of the gold trajectory: dropped, swapped, repeated and corrupted calls, malformed
 arguments, unknown and distractor tools, wrong or empty answers). A group whose samples all score the
 same has zero advantage everywhere: no gradient from that prompt. The binary completion reward leaves
-many such groups (a weak policy rarely completes a whole task, so every sample scores 0); dense
-rewards separate partly-right samples from wrong ones."""),
+many such groups when the policy is weak (no sample completes the whole task, all score 0) and again
+when it is strong (all complete it, all score 1); dense rewards still separate partly-right samples
+from wrong ones. Three simulated policy strengths below (`POLICIES`), or your rollouts (`ROLLOUTS`)."""),
     code(
-        """zv = study.zero_variance_table(groups, rewards)
+        """if ROLLOUTS:
+    zv = study.zero_variance_table(groups, rewards)[["zero_variance_share"]].rename(columns={"zero_variance_share": "rollouts"})
+else:
+    zv, _ = study.zero_variance_by_policy(tasks, golds, rewards, GROUP_SIZE, POLICIES, seed=SEED, execute=execute)
 ax = study.plot_zero_variance(zv)
 ax.figure.tight_layout()
 ax.figure.savefig(out_dir / "zero_variance.png", dpi=120)

@@ -28,12 +28,27 @@ def register(subparsers: Any) -> None:
         help="reward config as JSON, e.g. '{\"alpha\": 0.3}' or, for rubric-judge, "
         '\'{"base_url": "http://127.0.0.1:8000/v1", "model": "M", "api_key_env": "JUDGE_KEY"}\'',
     )
+    p.add_argument(
+        "--calibrate",
+        action="store_true",
+        help="rubric-judge only: also report the judge's agreement with the programmatic grader "
+        "(accuracy, Cohen's kappa, overall and per rubric category)",
+    )
+    p.add_argument(
+        "--judge-standin",
+        action="store_true",
+        help="rubric-judge / --calibrate: use the local stand-in judge (a keyword heuristic, NOT an LLM; "
+        "for trying the pipeline without an endpoint)",
+    )
     p.add_argument("--json", action="store_true", help="print everything as one JSON object")
     p.set_defaults(func=run_score)
 
 
-def score_files(reward_name: str, tasks_path: str, trajs_path: str, config: dict[str, Any]) -> dict[str, Any]:
-    """Per-trajectory results and aggregates (mean score, mean of each breakdown component)."""
+def score_files(
+    reward_name: str, tasks_path: str, trajs_path: str, config: dict[str, Any], calibrate: bool = False
+) -> dict[str, Any]:
+    """Per-trajectory results and aggregates (mean score, mean of each breakdown component); with
+    ``calibrate`` (rubric-judge) also the judge-vs-programmatic calibration report."""
     from toolkit.rewards.base import get_reward
 
     tasks = {t.id: t for t in read_jsonl(tasks_path, Task)}
@@ -65,7 +80,16 @@ def score_files(reward_name: str, tasks_path: str, trajs_path: str, config: dict
             for k in keys
         }
         agg["ungraded"] = sum(r["ungraded"] for r in rows)
-    return {"aggregate": agg, "trajectories": rows}
+    out: dict[str, Any] = {"aggregate": agg, "trajectories": rows}
+    if calibrate:
+        from toolkit.rewards.calibration import calibration_report
+
+        grader = getattr(reward, "grader", None)
+        if getattr(grader, "name", "") != "judge":
+            raise ValueError("--calibrate needs --reward rubric-judge")
+        out["calibration"] = calibration_report([tasks[tr.task_id] for tr in trajs], trajs, grader)
+        out["judge_stats"] = dict(grader.stats)
+    return out
 
 
 def run_score(args: argparse.Namespace) -> int:
@@ -73,7 +97,16 @@ def run_score(args: argparse.Namespace) -> int:
         config = json.loads(args.config)
     except json.JSONDecodeError as exc:
         raise ValueError(f"--config is not valid JSON: {exc}") from exc
-    out = score_files(args.reward, args.tasks, args.trajectories, config)
+    if args.judge_standin:
+        from toolkit.rewards.standin import StandInJudge
+
+        with StandInJudge() as judge:
+            print("note: judging with the local STAND-IN heuristic, not an LLM", file=sys.stderr)
+            out = score_files(
+                args.reward, args.tasks, args.trajectories, {**config, **judge.judge_config()}, args.calibrate
+            )
+    else:
+        out = score_files(args.reward, args.tasks, args.trajectories, config, args.calibrate)
     if args.json:
         json.dump(out, sys.stdout, indent=1, default=str)
         print()
@@ -93,4 +126,10 @@ def run_score(args: argparse.Namespace) -> int:
             print(f"ungraded items: {agg['ungraded']}")
     else:
         print("no trajectories")
+    if "calibration" in out:
+        cal = out["calibration"]
+        print(f"\njudge vs programmatic ({cal['ungraded']} ungraded)")
+        print(f"{'category':<22} {'n':>5} {'accuracy':>9} {'kappa':>7}")
+        for cat, row in [("overall", cal["overall"]), *cal["per_category"].items()]:
+            print(f"{cat:<22} {row['n']:>5} {row['accuracy']:>9.3f} {row['kappa']:>7.3f}")
     return 0

@@ -58,7 +58,10 @@ def render_trajectory(task: Task, traj: Trajectory, max_result_chars: int = 600)
             {"name": c.name, "arguments": c.args, "ok": c.ok, "error": c.error, "result": cut(c.result)}
             for c in model_calls(traj)
         ],
-        "state_changes": {k: v.get("after") for k, v in sorted(traj.state_diff.items())},
+        "state_changes": {
+            k: cut(json.dumps(v.get("after"), sort_keys=True, default=str))
+            for k, v in sorted(traj.state_diff.items())
+        },
         "answers_to_user": [a for a in traj.turn_answers if a] or [traj.final_answer],
         "stop_reason": traj.stop_reason,
     }

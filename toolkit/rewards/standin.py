@@ -21,6 +21,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 MODEL_NAME = "standin-heuristic-judge"
+_IDENT = re.compile(r"[A-Za-z]+(?:[_-][A-Za-z0-9]+)+")
 _EVIDENCE_RES = (
     re.compile(r"[\"“'‘]([^\"”'’]{1,80})[\"”'’]"),  # quoted strings
     re.compile(r"\b[A-Za-z]+(?:[_-][A-Za-z0-9]+)+\b"),  # snake_case / kebab-case identifiers (tool names)
@@ -40,12 +41,36 @@ def evidence(text: str) -> list[str]:
     return found
 
 
-def heuristic_verdict(item_text: str, trajectory_json: str) -> tuple[str, str]:
-    hay = trajectory_json.casefold()
+def _present(tok: str, hay: str) -> bool:
+    return re.search(rf"(?<![\w]){re.escape(tok.casefold())}(?![\w])", hay) is not None
+
+
+def heuristic_verdict(item_text: str, trajectory: dict[str, Any]) -> tuple[str, str]:
+    """The stand-in's rule for one item against the rendered trajectory (see the module docstring).
+
+    Three phrasings get a structural rule instead: "not call any tool" (no calls), "not modify"
+    (no state changes) and "ask the user" (a question mark in an answer). Identifiers are alternatives
+    (any one present will do: "use X; alternatively Y"); all other evidence must all be present.
+    """
+    low = item_text.casefold()
+    calls = trajectory.get("tool_calls") or []
+    if "not call any tool" in low:
+        return ("pass", "stand-in: no calls") if not calls else ("fail", "stand-in: tools were called")
+    if "not modify" in low:
+        changed = trajectory.get("state_changes") or {}
+        return ("pass", "stand-in: nothing changed") if not changed else ("fail", "stand-in: records changed")
+    if "ask the user" in low:
+        asked = any("?" in (a or "") for a in trajectory.get("answers_to_user") or [])
+        return ("pass", "stand-in: asked") if asked else ("fail", "stand-in: no question")
+    hay = json.dumps(trajectory, sort_keys=True, default=str).casefold()
     toks = evidence(item_text)
     if not toks:
         return "fail", "stand-in: no checkable evidence named"
-    missing = [t for t in toks if not re.search(rf"(?<![\w]){re.escape(t.casefold())}(?![\w])", hay)]
+    idents = [t for t in toks if _IDENT.fullmatch(t)]
+    others = [t for t in toks if t not in idents]
+    missing = [t for t in others if not _present(t, hay)]
+    if idents and not any(_present(t, hay) for t in idents):
+        missing.insert(0, " or ".join(idents))
     if missing:
         return "fail", f"stand-in: not found: {missing[:3]}"
     return "pass", "stand-in: all named evidence present"
@@ -62,12 +87,12 @@ def grade_request(messages: list[dict[str, Any]], noise: float = 0.0) -> str:
     traj_part = user.split("TRAJECTORY (JSON):\n", 1)[-1].split("\n\nRUBRIC ITEMS (JSON):\n", 1)
     traj_json, items_json = (traj_part + ["[]"])[:2]
     try:
-        items = json.loads(items_json)
+        items, trajectory = json.loads(items_json), json.loads(traj_json)
     except json.JSONDecodeError:
-        items = []
+        items, trajectory = [], {}
     verdicts = []
     for it in items:
-        verdict, reason = heuristic_verdict(str(it.get("text", "")), traj_json)
+        verdict, reason = heuristic_verdict(str(it.get("text", "")), trajectory)
         if noise and _flip(f"{it.get('id')}|{traj_json}", noise):
             verdict = "fail" if verdict == "pass" else "pass"
             reason += " (flipped by stand-in noise)"

@@ -177,13 +177,37 @@ def calibration_frames(report: dict[str, Any]):
     return pd.DataFrame(rows).set_index("category")
 
 
+def zero_variance_by_policy(
+    tasks: Sequence[Task],
+    golds: Sequence[Trajectory],
+    rewards: dict[str, Reward],
+    group_size: int,
+    policies: dict[str, tuple[int, int]],
+    seed: int = 0,
+    execute: bool = False,
+):
+    """Zero-variance share per reward (rows) for several simulated policy strengths (columns), each
+    ``name: (min_edits, max_edits)`` perturbations per sample. Returns ``(table, groups_by_policy)``."""
+    import pandas as pd
+
+    cols, groups_by = {}, {}
+    for name, (lo, hi) in policies.items():
+        groups = sample_groups(
+            tasks, golds, group_size, seed=seed, execute=execute, min_edits=lo, max_edits=hi
+        )
+        groups_by[name] = groups
+        cols[name] = zero_variance_table(groups, rewards)["zero_variance_share"]
+    return pd.DataFrame(cols), groups_by
+
+
 def plot_zero_variance(table, ax=None):
-    """Bar chart of the zero-variance share per reward."""
+    """Bar chart of the zero-variance share per reward (one bar group per reward, one bar per column)."""
     import matplotlib.pyplot as plt
 
-    ax = ax or plt.subplots(figsize=(6, 3))[1]
-    table["zero_variance_share"].plot.bar(ax=ax, color="tab:blue")
-    ax.set_ylabel("share of groups with zero variance")
+    ax = ax or plt.subplots(figsize=(7, 3))[1]
+    data = table[["zero_variance_share"]] if "zero_variance_share" in table else table
+    data.plot.bar(ax=ax, legend=data.shape[1] > 1)
+    ax.set_ylabel("groups with zero variance")
     ax.set_ylim(0, 1)
     ax.set_title("GRPO groups with no learning signal, per reward")
     ax.tick_params(axis="x", rotation=0)
