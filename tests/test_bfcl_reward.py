@@ -190,3 +190,19 @@ def test_tasks_keep_bfcl_key_order_through_sorted_jsonl(tmp_path):
     traj = gold_trajectory(again)
     assert all(c.ok for c in traj.calls), [c.result for c in traj.calls if not c.ok]
     assert BFCLReward()(again, traj).score == 1.0
+
+
+def test_concurrent_scorings_in_threads_stay_independent(base0):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from bfcl_eval.eval_checker.multi_turn_eval import multi_turn_utils
+
+    task, traj = base0
+    wrong = copy.deepcopy(traj)
+    wrong.calls = [c for c in wrong.calls if c.name != "mkdir"]
+    jobs = [traj, wrong] * 8
+    reward = BFCLReward()
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        scores = list(pool.map(lambda t: reward(task, t).score, jobs))
+    assert scores == [1.0, 0.0] * 8
+    assert not [k for k in vars(multi_turn_utils) if k.startswith("mcprl_")]
