@@ -143,3 +143,16 @@ def test_registry_specs_equal_what_the_protocol_lists():
             assert got == want, name
 
     run(main)
+
+
+def test_episode_from_a_snapshot_leaves_the_snapshot_alone():
+    snap = generate_world(7)
+    h = world_hash(snap)
+
+    async def main():
+        async with open_episode(servers=["helpdesk"], state=snap) as tb:
+            assert (await tb.call_tool("delete_ticket", {"ticket_id": "t-1001"})).ok
+            assert "tickets" in tb.state.snapshot() and "t-1001" not in tb.state.snapshot()["tickets"]
+
+    run(main)
+    assert world_hash(snap) == h

@@ -163,3 +163,14 @@ def test_npm_server_memory_through_the_external_path(tmp_path):
             assert (await tb.call_tool("read_graph", {})).ok
 
     anyio.run(main)
+
+
+def test_tool_name_collisions_raise():
+    twin = ExternalServer("calculator-twin", command=[*SERVE, "calculator"], cwd=str(ROOT))
+
+    async def main():
+        with pytest.raises(ValueError, match="collision: 'calculate'"):
+            async with open_episode(servers=["calculator"], external=[twin], timeout=30):
+                pass
+
+    anyio.run(main)
