@@ -1,0 +1,141 @@
+"""Recipes, config building, the rollout adapter and callbacks (fast, no model)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from toolkit.records import CallRecord, Trajectory
+from toolkit.train import config as cfg
+from toolkit.train.rollout import episode_metrics, trl_sample
+
+EOS = 2
+
+
+def test_every_shipped_recipe_builds_trl_configs(tmp_path):
+    names = cfg.list_recipes()
+    assert {"bespoke", "scale", "prove", "cpu-demo"} <= set(names)
+    for name in names:
+        recipe = cfg.load_recipe(name)
+        grpo = cfg.build_grpo_config(recipe, tmp_path / name, use_cpu=True)
+        assert grpo.remove_unused_columns is False  # the task column must reach the rollout
+        recipe.loop_config()  # every rollout key is a RolloutConfig field
+        if recipe.sft is not None:
+            assert cfg.build_sft_config(recipe, tmp_path / f"{name}-sft", use_cpu=True).max_steps > 0
+        cfg.build_lora_config(recipe)
+
+
+def test_recipes_match_the_write_ups(tmp_path):
+    bespoke = cfg.load_recipe("bespoke")
+    g = cfg.build_grpo_config(bespoke, tmp_path, use_cpu=True)
+    assert (g.beta, g.num_iterations, g.learning_rate, g.warmup_steps, g.max_grad_norm) == (
+        0.001,
+        2,
+        1e-6,
+        20,
+        0.2,
+    )
+    assert g.lr_scheduler_type == "constant_with_warmup" and g.mask_truncated_completions
+    assert cfg.ref_sync_settings(bespoke) == (True, 100, 1.0)
+    assert bespoke.reward == "bfcl"
+    scale = cfg.load_recipe("scale")
+    assert scale.lora["r"] == 32 and scale.reward == "rubric"
+    prove = cfg.load_recipe("prove")
+    gp = cfg.build_grpo_config(prove, tmp_path, use_cpu=True)
+    assert (gp.beta, gp.num_generations, gp.per_device_train_batch_size, prove.reward) == (
+        0.01,
+        16,
+        16,
+        "prove",
+    )
+    demo = cfg.load_recipe("cpu-demo")
+    assert demo.model == "smollm2-135m" and demo.sft is not None and demo.dtype == "bf16"
+
+
+def test_unknown_keys_are_errors(tmp_path):
+    with pytest.raises(cfg.RecipeError, match="unknown key"):
+        cfg.recipe_from_dict({"model": "m", "reward": "rubric", "lerning_rate": 1})
+    with pytest.raises(cfg.RecipeError, match="unknown rollout key"):
+        cfg.recipe_from_dict({"model": "m", "reward": "rubric", "rollout": {"max_turn": 3}})
+    with pytest.raises(cfg.RecipeError, match="unknown recipe"):
+        cfg.load_recipe("no-such-recipe")
+    bad = cfg.recipe_from_dict({"model": "m", "reward": "rubric", "grpo": {"not_a_knob": 1}})
+    with pytest.raises(cfg.RecipeError, match="bad grpo section"):
+        cfg.build_grpo_config(bad, tmp_path, use_cpu=True)
+
+
+def test_overrides_and_yaml_path(tmp_path):
+    recipe = cfg.with_overrides(cfg.load_recipe("cpu-demo"), {"grpo.max_steps": 3, "model": "tiny-random"})
+    assert recipe.grpo["max_steps"] == 3 and recipe.model == "tiny-random"
+    path = tmp_path / "mine.yaml"
+    path.write_text("model: tiny-random\nreward: rubric\ngrpo: {max_steps: 1}\n")
+    assert cfg.load_recipe(path).name == "mine"
+
+
+def test_peft_ref_sync_keys_are_handled_by_the_kit(tmp_path):
+    kwargs = cfg.grpo_kwargs(cfg.load_recipe("bespoke"), tmp_path, use_cpu=True)
+    assert not set(cfg.PEFT_REF_SYNC_KEYS) & set(kwargs)  # TRL's own sync refuses PEFT models
+
+
+def _traj(stop, ids, mask, **kw):
+    return Trajectory(
+        task_id="t",
+        messages=[],
+        stop_reason=stop,
+        prompt_ids=[5, 6],
+        completion_ids=ids,
+        completion_mask=mask,
+        logprobs=[-0.5] * len(ids),
+        **kw,
+    )
+
+
+def test_trl_sample_trims_trailing_env_tokens_so_finished_episodes_end_on_eos():
+    # model turn (10, 11, EOS), tool output (20, 21), model turn (12, EOS), trailing env tokens (22, 23)
+    traj = _traj("max_turns", [10, 11, EOS, 20, 21, 12, EOS, 22, 23], [1, 1, 1, 0, 0, 1, 1, 0, 0])
+    prompt, ids, logprobs, mask = trl_sample(traj, EOS)
+    assert prompt == [5, 6]
+    assert ids == [10, 11, EOS, 20, 21, 12, EOS] and ids[-1] == EOS
+    assert mask == [1, 1, 1, 0, 0, 1, 1] and len(logprobs) == len(ids)
+
+
+def test_trl_sample_keeps_length_cut_episodes_truncated_and_masks_env_failures():
+    cut = _traj("length", [10, 11, 20, 21], [1, 1, 0, 0])
+    assert trl_sample(cut, EOS)[1][-1] != EOS  # TRL's mask_truncated_completions sees the cut
+    broken = _traj("error", [10, EOS], [1, 1])
+    assert trl_sample(broken, EOS)[3] == [0, 0]
+    empty = _traj("error", [], [])
+    assert trl_sample(empty, EOS)[1:] == ([EOS], [0.0], [0])
+
+
+def test_episode_metrics():
+    ok = CallRecord(name="a", args={}, ok=True)
+    bad = CallRecord(name="b", args=None, ok=False, error="bad_json: x")
+    trajs = [
+        Trajectory(
+            task_id="1", messages=[], calls=[ok, bad], stop_reason="finish", completion_mask=[1, 1, 0]
+        ),
+        Trajectory(task_id="2", messages=[], calls=[], stop_reason="no_tool_call", completion_mask=[1]),
+    ]
+    m = episode_metrics(trajs)
+    assert m["episodes/tool_calls_mean"] == 1.0 and m["episodes/tool_failure_rate"] == 0.5
+    assert m["episodes/finish_rate"] == 0.5 and m["episodes/stop_no_tool_call"] == 0.5
+    assert m["episodes/model_tokens_mean"] == 1.5
+    json.dumps(m)
+
+
+def test_cli_overrides():
+    import argparse
+
+    from toolkit.train.commands import parse_overrides, register
+
+    parser = argparse.ArgumentParser()
+    register(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(
+        ["train", "--out", "x", "--max-steps", "3", "--set", "grpo.beta=0.01", "--set", "lora.r=8"]
+    )
+    o = parse_overrides(args)
+    assert o["grpo.max_steps"] == 3 and o["grpo.beta"] == 0.01 and o["lora.r"] == 8
+    with pytest.raises(ValueError, match="KEY=VALUE"):
+        parse_overrides(parser.parse_args(["train", "--out", "x", "--set", "nonsense"]))

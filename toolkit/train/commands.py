@@ -1,0 +1,91 @@
+"""`mcp-rl train`: run a training recipe (SFT warm start + GRPO), optionally evaluate before/after.
+
+mcp-rl train --recipe cpu-demo --out runs/cpu-demo --evaluate      the CPU proof (make reproduce-cpu)
+mcp-rl train --recipe bespoke --model Qwen/Qwen2.5-1.5B-Instruct --out runs/b --max-steps 200
+mcp-rl train --recipe cpu-demo --out runs/cpu-demo --resume        continue a killed run
+mcp-rl train --list                                                 the shipped recipes
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "train",
+        help="SFT warm start + GRPO from a named recipe",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--recipe", default="cpu-demo", help="recipe name or YAML path (default cpu-demo)")
+    p.add_argument("--model", default=None, help="override the recipe's model (name, HF id or folder)")
+    p.add_argument("--max-steps", type=int, default=None, help="override the number of GRPO steps")
+    p.add_argument("--sft-steps", type=int, default=None, help="override the number of SFT steps")
+    p.add_argument("--tasks", default=None, help="override the train tasks file")
+    p.add_argument("--eval-tasks", default=None, help="override the held-out tasks file")
+    p.add_argument("--out", default=None, help="run folder (required unless --list)")
+    p.add_argument("--resume", action="store_true", help="continue the run in --out where it stopped")
+    p.add_argument("--evaluate", action="store_true", help="held-out eval before and after GRPO")
+    p.add_argument("--backend", choices=["auto", "gpu", "cpu"], default=None, help="override the recipe's")
+    p.add_argument("--merge", action="store_true", help="also save the base model with the adapter merged")
+    p.add_argument("--threads", type=int, default=None, help="torch CPU threads (also $MCP_RL_THREADS)")
+    p.add_argument(
+        "--report-to", default="none", help="tensorboard, wandb, ... (TrainingArguments.report_to)"
+    )
+    p.add_argument(
+        "--set", action="append", default=[], metavar="KEY=VALUE", help="recipe override, e.g. grpo.beta=0.01"
+    )
+    p.add_argument("--list", action="store_true", help="list the shipped recipes and exit")
+    p.set_defaults(func=handle)
+
+
+def parse_overrides(args: argparse.Namespace) -> dict:
+    """CLI flags and --set KEY=VALUE pairs as dotted recipe overrides (values parsed as YAML)."""
+    import yaml
+
+    overrides = {
+        "model": args.model,
+        "grpo.max_steps": args.max_steps,
+        "sft.max_steps": args.sft_steps,
+        "tasks": args.tasks,
+        "eval_tasks": args.eval_tasks,
+    }
+    for item in args.set:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ValueError(f"--set expects KEY=VALUE, got {item!r}")
+        overrides[key.strip()] = yaml.safe_load(value)
+    return overrides
+
+
+def handle(args: argparse.Namespace) -> int:
+    from toolkit.train.config import list_recipes, load_recipe, with_overrides
+
+    if args.list:
+        for name in list_recipes():
+            print(f"{name:10s} {load_recipe(name).description}")
+        return 0
+    if not args.out:
+        raise ValueError("--out DIR is required")
+    recipe = load_recipe(args.recipe)
+    overrides = parse_overrides(args)
+    if recipe.sft is None:
+        overrides.pop("sft.max_steps", None)
+    recipe = with_overrides(recipe, overrides)
+
+    from toolkit.train.pipeline import run_recipe, set_threads
+
+    set_threads(args.threads)
+    summary = run_recipe(
+        recipe,
+        args.out,
+        resume=args.resume,
+        evaluate=args.evaluate,
+        backend=args.backend,
+        merge=args.merge,
+        report_to=args.report_to,
+    )
+    print(json.dumps({k: v for k, v in summary.items() if k != "comparison"}, indent=1, sort_keys=True))
+    return 0

@@ -1,0 +1,233 @@
+"""Training recipes: named YAML files (``toolkit/train/recipes/NAME.yaml``) read into plain data.
+
+A recipe has these sections (each documented, with its source, in the recipe files themselves):
+
+- ``model``, ``dtype``, ``backend`` (auto | gpu | cpu), ``seed``
+- ``tasks`` / ``eval_tasks``: task JSONL files (``mcp-rl synth`` output); ``task_kinds``/``max_tasks`` filter
+- ``synth``: optional ``mcp-rl synth`` settings (preset, n, n_eval, seed) used when the task files
+  do not exist: the tasks are then generated into the run folder
+- ``reward`` (a ``toolkit.rewards`` name) and ``reward_config`` (its keyword options)
+- ``lora``: ``peft.LoraConfig`` fields
+- ``sft``: ``None`` for no warm start, else ``trl.SFTConfig`` fields (+ ``max_examples``)
+- ``rollout``: the agent loop's ``RolloutConfig`` fields (turns, tokens per turn, context budget,
+  tool-output truncation, temperature) plus ``first_turn_only``
+- ``grpo``: ``trl.GRPOConfig`` fields, passed through unchanged (TRL documents each one)
+- ``eval``: held-out evaluation budgets for ``mcp-rl train --evaluate``
+
+Overrides use dotted keys: ``with_overrides(recipe, {"grpo.max_steps": 5})``.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+RECIPES_DIR = Path(__file__).parent / "recipes"
+SECTIONS = ("lora", "sft", "rollout", "grpo", "eval", "reward_config")
+TOP_LEVEL = {
+    "description",
+    "model",
+    "dtype",
+    "backend",
+    "seed",
+    "tasks",
+    "eval_tasks",
+    "task_kinds",
+    "max_tasks",
+    "reward",
+    "synth",
+    *SECTIONS,
+}
+
+# Rollout keys the kit itself handles; every other key of the ``rollout`` section is a field of
+# ``toolkit.agent.loop.RolloutConfig`` (max_turns, max_new_tokens, max_context_tokens,
+# max_tool_output_tokens, temperature, finish_tool, ...), passed through unchanged.
+KIT_ROLLOUT_KEYS = {"first_turn_only"}  # multi-turn tasks: train on the first user turn only (Bespoke)
+
+
+def rollout_fields() -> set[str]:
+    """Field names of the agent loop's RolloutConfig."""
+    from dataclasses import fields
+
+    from toolkit.agent.loop import RolloutConfig
+
+    return {f.name for f in fields(RolloutConfig)}
+
+
+class RecipeError(ValueError):
+    """A recipe that cannot be used; the message names the recipe and the key."""
+
+
+@dataclass
+class Recipe:
+    name: str
+    model: str
+    reward: str
+    tasks: str | None = None
+    eval_tasks: str | None = None
+    description: str = ""
+    dtype: str | None = None
+    backend: str = "auto"
+    seed: int = 0
+    task_kinds: list[str] | None = None
+    max_tasks: int | None = None
+    reward_config: dict[str, Any] = field(default_factory=dict)
+    lora: dict[str, Any] = field(default_factory=dict)
+    sft: dict[str, Any] | None = None
+    synth: dict[str, Any] | None = None  # generate tasks when the task files are missing (mcp-rl synth)
+    rollout: dict[str, Any] = field(default_factory=dict)
+    grpo: dict[str, Any] = field(default_factory=dict)
+    eval: dict[str, Any] = field(default_factory=dict)
+
+    def loop_config(self, **overrides: Any) -> Any:
+        """The agent loop's ``RolloutConfig`` from the ``rollout`` section (plus overrides)."""
+        from toolkit.agent.loop import RolloutConfig
+
+        values = {k: v for k, v in self.rollout.items() if k not in KIT_ROLLOUT_KEYS}
+        values.update(overrides)
+        return RolloutConfig(**values)
+
+    def to_dict(self) -> dict[str, Any]:
+        return copy.deepcopy(self.__dict__)
+
+
+def list_recipes() -> list[str]:
+    """Names of the recipes shipped with the kit."""
+    return sorted(p.stem for p in RECIPES_DIR.glob("*.yaml"))
+
+
+def load_recipe(name_or_path: str | Path) -> Recipe:
+    """A shipped recipe by name (``bespoke``, ``scale``, ``prove``, ``cpu-demo``) or a YAML file path."""
+    import yaml
+
+    path = Path(name_or_path)
+    if not path.suffix:
+        path = RECIPES_DIR / f"{name_or_path}.yaml"
+        if not path.exists():
+            raise RecipeError(f"unknown recipe {name_or_path!r}; shipped: {', '.join(list_recipes())}")
+    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    return recipe_from_dict(data, name=path.stem)
+
+
+def recipe_from_dict(data: dict[str, Any], name: str = "custom") -> Recipe:
+    """Validate a recipe dict: unknown keys are errors (a typo must not silently do nothing)."""
+    unknown = set(data) - TOP_LEVEL
+    if unknown:
+        raise RecipeError(f"recipe {name!r}: unknown key(s) {sorted(unknown)}; known: {sorted(TOP_LEVEL)}")
+    for key in ("model", "reward"):
+        if not data.get(key):
+            raise RecipeError(f"recipe {name!r}: {key!r} is required")
+    rollout = data.get("rollout") or {}
+    known = rollout_fields() | KIT_ROLLOUT_KEYS
+    bad = set(rollout) - known
+    if bad:
+        raise RecipeError(f"recipe {name!r}: unknown rollout key(s) {sorted(bad)}; known: {sorted(known)}")
+    if data.get("backend", "auto") not in ("auto", "gpu", "cpu"):
+        raise RecipeError(f"recipe {name!r}: backend must be auto, gpu or cpu")
+    kwargs = {k: v for k, v in data.items() if v is not None or k in ("sft", "synth")}
+    for section in ("lora", "rollout", "grpo", "eval", "reward_config"):
+        kwargs[section] = dict(kwargs.get(section) or {})
+    return Recipe(name=name, **kwargs)
+
+
+def with_overrides(recipe: Recipe, overrides: dict[str, Any]) -> Recipe:
+    """A copy with dotted-key overrides applied, e.g. ``{"grpo.max_steps": 5, "model": "tiny-random"}``."""
+    data = recipe.to_dict()
+    name = data.pop("name")
+    for dotted, value in overrides.items():
+        if value is None:
+            continue
+        target = data
+        *parents, leaf = dotted.split(".")
+        for part in parents:
+            if target.get(part) is None:
+                target[part] = {}
+            target = target[part]
+        target[leaf] = value
+    return recipe_from_dict(data, name=name)
+
+
+def build_lora_config(recipe: Recipe) -> Any:
+    """``peft.LoraConfig`` from the recipe's ``lora`` section (causal-LM task type)."""
+    from peft import LoraConfig
+
+    settings = {"r": 16, "lora_alpha": 32, "lora_dropout": 0.0, "target_modules": "all-linear"}
+    settings.update(recipe.lora)
+    return LoraConfig(task_type="CAUSAL_LM", **settings)
+
+
+# GRPOConfig knobs the kit sets itself (rather than the recipe): the loop generates, the kit logs.
+_KIT_GRPO = {"remove_unused_columns": False}
+# GRPOConfig knobs the kit implements differently for LoRA (see toolkit.train.callbacks).
+PEFT_REF_SYNC_KEYS = ("sync_ref_model", "ref_model_sync_steps", "ref_model_mixup_alpha")
+
+
+def grpo_kwargs(
+    recipe: Recipe, output_dir: str | Path, *, use_cpu: bool, report_to: str | list[str] = "none"
+) -> dict:
+    """The keyword arguments for ``trl.GRPOConfig``: the recipe's ``grpo`` section plus the kit's own."""
+    kwargs = {"seed": recipe.seed, "report_to": report_to, "logging_steps": 1}
+    kwargs.update(recipe.grpo)
+    kwargs.update(_KIT_GRPO)
+    kwargs["output_dir"] = str(output_dir)
+    # The rollout loop owns the episode length; TRL's own cap is only used for its bookkeeping.
+    loop = recipe.loop_config()
+    kwargs.setdefault("max_completion_length", loop.max_context_tokens)
+    kwargs.setdefault("temperature", loop.temperature)
+    if use_cpu:
+        kwargs["use_cpu"] = True
+        kwargs.setdefault("gradient_checkpointing", False)  # recomputation only pays off on memory-bound GPUs
+    for key in PEFT_REF_SYNC_KEYS:  # handled by the kit's PEFT reference-sync callback
+        kwargs.pop(key, None)
+    return kwargs
+
+
+def build_grpo_config(
+    recipe: Recipe, output_dir: str | Path, *, use_cpu: bool, report_to: Any = "none"
+) -> Any:
+    from trl import GRPOConfig
+
+    try:
+        return GRPOConfig(**grpo_kwargs(recipe, output_dir, use_cpu=use_cpu, report_to=report_to))
+    except TypeError as exc:
+        raise RecipeError(f"recipe {recipe.name!r}: bad grpo section: {exc}") from exc
+
+
+def ref_sync_settings(recipe: Recipe) -> tuple[bool, int, float]:
+    """(enabled, every N steps, mixup alpha) for the reference-model refresh (Bespoke's M = 100)."""
+    g = recipe.grpo
+    return (
+        bool(g.get("sync_ref_model", False)),
+        int(g.get("ref_model_sync_steps", 512)),
+        float(g.get("ref_model_mixup_alpha", 1.0)),
+    )
+
+
+SFT_KIT_KEYS = ("max_examples",)
+
+
+def build_sft_config(
+    recipe: Recipe, output_dir: str | Path, *, use_cpu: bool, report_to: Any = "none"
+) -> Any:
+    """``trl.SFTConfig`` from the recipe's ``sft`` section.
+
+    The loss is on assistant tokens only, but through the rows themselves: ``toolkit.train.sft``
+    tokenizes them with the template's generation markers and passes ``assistant_masks``, from which
+    TRL builds the labels. (``assistant_only_loss=True`` would ask TRL to re-render a ``messages``
+    column, which the pre-tokenized rows do not have.)"""
+    from trl import SFTConfig
+
+    if recipe.sft is None:
+        raise RecipeError(f"recipe {recipe.name!r} has no sft section (no warm start)")
+    kwargs = {"seed": recipe.seed, "report_to": report_to, "logging_steps": 1, "save_strategy": "no"}
+    kwargs.update({k: v for k, v in recipe.sft.items() if k not in SFT_KIT_KEYS})
+    kwargs["output_dir"] = str(output_dir)
+    kwargs["assistant_only_loss"] = False  # masks come with the rows (see above)
+    if use_cpu:
+        kwargs["use_cpu"] = True
+    try:
+        return SFTConfig(**kwargs)
+    except TypeError as exc:
+        raise RecipeError(f"recipe {recipe.name!r}: bad sft section: {exc}") from exc

@@ -1,0 +1,90 @@
+"""GRPO with TRL's GRPOTrainer, the kit's agent loop as the rollout, a kit reward, LoRA through PEFT.
+
+``build_grpo_trainer`` assembles the pieces; the trainer, its loss (clipped ratio, KL to the
+reference, ``mask_truncated_completions``, multiple iterations) and its optimiser are TRL's. What the
+kit adds: the rollout (``toolkit.train.rollout``), the reward adapter (``toolkit.rewards.trl``), the
+metrics file and the LoRA reference refresh (``toolkit.train.callbacks``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from toolkit.records import Task
+
+
+def first_turn_only(task: Task) -> Task:
+    """The task cut to its first user turn (Bespoke Labs trained on the first query of each example)."""
+    if not task.followups:
+        return task
+    gold = [g for g in task.gold if g.turn == 0]
+    return dataclasses.replace(task, followups=[], gold=gold)
+
+
+def tasks_dataset(tasks: Sequence[Task]) -> Any:
+    """Tasks as the dataset GRPOTrainer samples from (columns: prompt, task, id, kind, split)."""
+    from toolkit.synth.dataset import tasks_to_dataset
+
+    return tasks_to_dataset(tasks)
+
+
+def peft_model_for_grpo(model: Any, lora_config: Any, adapter: str | Path | None = None) -> Any:
+    """A trainable PEFT model: continue the warm-start adapter when given, else a fresh LoRA.
+
+    Continuing the SFT adapter (rather than merging it and adding a new one) keeps one adapter to
+    save; TRL then keeps a frozen copy of it as the reference model (adapter ``"ref"``), so the KL
+    term pulls towards the warm-started policy, not towards the untrained base model.
+    """
+    from peft import PeftModel, get_peft_model
+
+    if adapter is not None:
+        return PeftModel.from_pretrained(model, str(adapter), is_trainable=True)
+    return get_peft_model(model, lora_config)
+
+
+def reward_funcs(name: str, config: dict[str, Any] | None = None) -> list[Any]:
+    """The recipe's reward as a TRL reward function (reads the ``task`` column and ``trajectory``)."""
+    from toolkit.rewards.base import get_reward
+    from toolkit.rewards.trl import as_trl_reward_func
+
+    return [as_trl_reward_func(get_reward(name, **(config or {})))]
+
+
+def build_grpo_trainer(
+    model: Any,
+    tokenizer: Any,
+    tasks: Sequence[Task],
+    grpo_config: Any,
+    loop_config: Any,
+    *,
+    reward: str = "rubric",
+    reward_config: dict[str, Any] | None = None,
+    policy_factory: Any = None,
+    callbacks: list[Any] | None = None,
+    ref_sync: tuple[bool, int, float] = (False, 0, 1.0),
+    open_episode: Any = None,
+) -> Any:
+    """A ``KitGRPOTrainer`` ready to ``train()``; ``model`` may be a plain or a PEFT model."""
+    from toolkit.train.callbacks import PeftRefSyncCallback
+    from toolkit.train.rollout import kit_grpo_trainer_class, make_rollout_func, transformers_policy
+
+    rollout_func = make_rollout_func(
+        loop_config, policy_factory or transformers_policy, open_episode=open_episode
+    )
+    trainer_cls = kit_grpo_trainer_class()
+    trainer = trainer_cls(
+        model=model,
+        reward_funcs=reward_funcs(reward, reward_config),
+        args=grpo_config,
+        train_dataset=tasks_dataset(tasks),
+        processing_class=tokenizer,
+        rollout_func=rollout_func,
+        callbacks=callbacks,
+    )
+    enabled, every, alpha = ref_sync
+    if enabled and grpo_config.beta > 0:
+        trainer.add_callback(PeftRefSyncCallback(every, alpha, trainer.accelerator))
+    return trainer

@@ -1,0 +1,285 @@
+"""One training run from a recipe: tasks -> (SFT warm start) -> GRPO -> (held-out evaluation).
+
+Run folder layout (``out``):
+
+- ``recipe.json``: the recipe as run (after overrides)
+- ``tasks/``: tasks synthesised for the run when the recipe's task files do not exist
+- ``sft/adapter/``: the warm-start LoRA adapter
+- ``grpo/checkpoint-N/``: TRL checkpoints (adapter, optimiser, scheduler, RNG): ``--resume`` continues
+- ``adapter/``: the final LoRA adapter (``merged/`` too with ``merge=True``)
+- ``metrics.jsonl``: one JSON object per logged step (``step``, ``phase``: sft | grpo, TRL's metrics)
+- ``eval/sft/``, ``eval/grpo/``: ``toolkit.eval.run_eval`` folders; ``summary.json``: the comparison
+
+Every stage is skipped on ``resume`` when its output exists, so a killed run picks up where it stopped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from toolkit.records import Task, read_jsonl, write_jsonl
+from toolkit.train.config import Recipe
+
+PRIMARY_METRIC = "pass@0.75"  # share of held-out tasks with at least 3/4 of the essential rubric items
+
+
+def set_threads(threads: int | None) -> None:
+    """Torch CPU threads (``--threads`` or ``$MCP_RL_THREADS``). On a shared 2-core machine two
+    threads per process oversubscribe the cores: measured 12x slower than one thread under load."""
+    n = threads or int(os.environ.get("MCP_RL_THREADS", "0") or 0)
+    if n > 0:
+        import torch
+
+        torch.set_num_threads(n)
+
+
+def _log(msg: str) -> None:
+    print(f"[mcp-rl train {time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+# ---- tasks -------------------------------------------------------------------------------------------
+
+
+def synthesize_tasks(settings: dict[str, Any], out_dir: Path) -> tuple[Path, Path]:
+    """Generate train/eval tasks with ``toolkit.synth`` (deterministic for a seed) into ``out_dir``."""
+    from toolkit.synth.config import make_config
+    from toolkit.synth.generate import generate
+
+    settings = dict(settings)
+    preset = settings.pop("preset", "default")
+    n, n_eval = settings.pop("n", 200), settings.pop("n_eval", 50)
+    result = generate(make_config(preset, n_train=n, n_eval=n_eval, **settings))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    write_jsonl(out_dir / "train.jsonl", result.train)
+    write_jsonl(out_dir / "eval.jsonl", result.eval)
+    (out_dir / "summary.json").write_text(json.dumps(result.summary, indent=1, sort_keys=True) + "\n")
+    return out_dir / "train.jsonl", out_dir / "eval.jsonl"
+
+
+def resolve_task_files(recipe: Recipe, out: Path) -> tuple[Path, Path | None]:
+    """The recipe's task files; when they are missing and the recipe has a ``synth`` section, the
+    tasks are generated once into ``out/tasks``."""
+    train = Path(recipe.tasks) if recipe.tasks else None
+    evalf = Path(recipe.eval_tasks) if recipe.eval_tasks else None
+    if train is not None and train.exists():
+        return train, evalf if evalf is not None and evalf.exists() else None
+    if recipe.synth:
+        cached = out / "tasks"
+        if (cached / "train.jsonl").exists() and (cached / "eval.jsonl").exists():
+            return cached / "train.jsonl", cached / "eval.jsonl"
+        _log(f"synthesising tasks into {cached} ({recipe.synth})")
+        return synthesize_tasks(recipe.synth, cached)
+    raise FileNotFoundError(f"{recipe.tasks}: no tasks; run `mcp-rl synth --out ...` or pass --tasks")
+
+
+def load_train_tasks(recipe: Recipe, path: Path) -> list[Task]:
+    from toolkit.train.grpo import first_turn_only
+
+    tasks = [t for t in read_jsonl(path, Task) if t.split != "eval"]
+    if recipe.task_kinds:
+        tasks = [t for t in tasks if t.metadata.get("kind") in set(recipe.task_kinds)]
+    if recipe.rollout.get("first_turn_only"):
+        tasks = [first_turn_only(t) for t in tasks]
+    return tasks[: recipe.max_tasks] if recipe.max_tasks else tasks
+
+
+# ---- evaluation ----------------------------------------------------------------------------------------
+
+
+def evaluate_model(
+    model: Any, tokenizer: Any, tasks: list[Task], out_dir: Path, label: str, loop: Any
+) -> dict:
+    """Greedy held-out evaluation of an in-memory model through ``toolkit.eval.run_eval``."""
+    from toolkit.agent.loop import rollout
+    from toolkit.agent.policies import TransformersPolicy
+    from toolkit.eval.suites import run_eval
+
+    model.eval()
+    policy = TransformersPolicy(model, tokenizer, name=label)
+    return run_eval(
+        label,
+        "kit-eval",
+        out_dir,
+        tasks=tasks,
+        rollout=lambda ts: rollout(ts, policy, loop),
+        label=label,
+        loop_config={
+            k: v for k, v in loop.__dict__.items() if isinstance(v, (int, float, str, bool, type(None)))
+        },
+    )
+
+
+def compare(before_dir: Path, after_dir: Path) -> dict[str, Any]:
+    """Paired bootstrap (same tasks) of every metric: after - before with its 95% interval."""
+    from toolkit.eval.metrics import paired_bootstrap, read_task_results
+
+    diffs = paired_bootstrap(
+        read_task_results(before_dir / "results.jsonl"), read_task_results(after_dir / "results.jsonl")
+    )
+    return {name: d.to_dict() for name, d in diffs.items()}
+
+
+# ---- the run -------------------------------------------------------------------------------------------
+
+
+def last_checkpoint(folder: Path) -> str | None:
+    from transformers.trainer_utils import get_last_checkpoint
+
+    return get_last_checkpoint(str(folder)) if folder.is_dir() else None
+
+
+def run_recipe(
+    recipe: Recipe,
+    out_dir: str | Path,
+    *,
+    resume: bool = False,
+    evaluate: bool = False,
+    backend: str | None = None,
+    merge: bool = False,
+    report_to: str | list[str] = "none",
+) -> dict[str, Any]:
+    """Run a recipe end to end; returns the run summary (also written to ``out/summary.json``)."""
+    from toolkit.train.device import describe, detect_backend
+
+    out = Path(out_dir)
+    if out.exists() and any(out.iterdir()) and not resume and (out / "recipe.json").exists():
+        raise FileExistsError(f"{out} holds a run already: pass --resume to continue it, or another --out")
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "recipe.json").write_text(json.dumps(recipe.to_dict(), indent=1, sort_keys=True) + "\n")
+    chosen = detect_backend(backend or recipe.backend)
+    _log(f"recipe {recipe.name}: model {recipe.model}, backend {chosen} ({describe()})")
+    if chosen == "gpu":
+        from toolkit.train.unsloth_backend import run_recipe_gpu
+
+        return run_recipe_gpu(recipe, out, resume=resume, evaluate=evaluate, merge=merge, report_to=report_to)
+    return _run_cpu(recipe, out, resume=resume, evaluate=evaluate, merge=merge, report_to=report_to)
+
+
+def _run_cpu(recipe: Recipe, out: Path, *, resume: bool, evaluate: bool, merge: bool, report_to: Any) -> dict:
+    from toolkit.train import config as cfg
+    from toolkit.train.callbacks import MetricsJsonlCallback
+    from toolkit.train.grpo import build_grpo_trainer, peft_model_for_grpo
+    from toolkit.train.models import load_policy
+    from toolkit.train.sft import gold_trajectories, run_sft, sft_rows
+
+    timings: dict[str, float] = {}
+    summary: dict[str, Any] = {"recipe": recipe.name, "model": recipe.model, "out": str(out)}
+    train_file, eval_file = resolve_task_files(recipe, out)
+    tasks = load_train_tasks(recipe, train_file)
+    eval_tasks: list[Task] = []
+    if evaluate:
+        if eval_file is None:
+            raise FileNotFoundError("--evaluate needs eval tasks (the recipe's eval_tasks file)")
+        eval_tasks = [t for t in read_jsonl(eval_file, Task) if t.split == "eval"]
+        eval_tasks = eval_tasks[: recipe.eval.get("n_tasks") or len(eval_tasks)]
+    _log(f"{len(tasks)} train tasks from {train_file}; {len(eval_tasks)} held-out tasks")
+    loop = recipe.loop_config()
+    eval_loop = recipe.loop_config(temperature=0.0, **recipe.eval.get("rollout", {}))
+    metrics_path = out / "metrics.jsonl"
+
+    # 1. SFT warm start
+    sft_adapter = out / "sft" / "adapter"
+    sft_steps = 0
+    if recipe.sft is not None and not (resume and (sft_adapter / "adapter_config.json").exists()):
+        t0 = time.time()
+        n_examples = recipe.sft.get("max_examples") or len(tasks)
+        gold = gold_trajectories(tasks[:n_examples], loop)
+        model, tokenizer = load_policy(recipe.model, dtype=recipe.dtype)
+        rows = sft_rows(gold, tokenizer, max_length=recipe.sft.get("max_length"))
+        _log(f"SFT warm start on {len(rows)} gold trajectories (of {n_examples} tasks)")
+        sft_config = cfg.build_sft_config(recipe, out / "sft", use_cpu=True, report_to=report_to)
+        trainer = run_sft(
+            model,
+            tokenizer,
+            rows,
+            sft_config,
+            cfg.build_lora_config(recipe),
+            [MetricsJsonlCallback(metrics_path, "sft")],
+        )
+        trainer.save_model(str(sft_adapter))
+        sft_steps = trainer.state.global_step
+        timings["sft_s"] = time.time() - t0
+        del trainer, model
+    elif recipe.sft is not None:
+        sft_steps = int(recipe.sft.get("max_steps", 0) or 0)
+        _log(f"resume: warm-start adapter found in {sft_adapter}")
+    warm = sft_adapter if recipe.sft is not None else None
+
+    # 2. held-out evaluation of the warm-started (or base) model
+    before_dir = out / "eval" / ("sft" if warm else "base")
+    if evaluate and not (resume and (before_dir / "results.json").exists()):
+        t0 = time.time()
+        model, tokenizer = load_policy(recipe.model, adapter=str(warm) if warm else None, dtype=recipe.dtype)
+        res = evaluate_model(
+            model, tokenizer, eval_tasks, before_dir, "sft-only" if warm else "base", eval_loop
+        )
+        timings["eval_before_s"] = time.time() - t0
+        _log(f"held-out before GRPO: {_headline(res)}")
+        del model
+
+    # 3. GRPO
+    final_adapter = out / "adapter"
+    if not (resume and (final_adapter / "adapter_config.json").exists()):
+        t0 = time.time()
+        model, tokenizer = load_policy(recipe.model, dtype=recipe.dtype)
+        model = peft_model_for_grpo(model, cfg.build_lora_config(recipe), warm)
+        grpo_config = cfg.build_grpo_config(recipe, out / "grpo", use_cpu=True, report_to=report_to)
+        trainer = build_grpo_trainer(
+            model,
+            tokenizer,
+            tasks,
+            grpo_config,
+            loop,
+            reward=recipe.reward,
+            reward_config=recipe.reward_config,
+            callbacks=[MetricsJsonlCallback(metrics_path, "grpo", step_offset=sft_steps)],
+            ref_sync=cfg.ref_sync_settings(recipe),
+        )
+        checkpoint = last_checkpoint(out / "grpo") if resume else None
+        if checkpoint:
+            _log(f"resuming GRPO from {checkpoint}")
+        trainer.train(resume_from_checkpoint=checkpoint)
+        trainer.save_model(str(final_adapter))
+        tokenizer.save_pretrained(str(final_adapter))
+        timings["grpo_s"] = time.time() - t0
+        summary["grpo_steps"] = trainer.state.global_step
+        del trainer, model
+    if merge:
+        from toolkit.train.export import merge_adapter
+
+        merge_adapter(recipe.model, final_adapter, out / "merged", dtype=recipe.dtype)
+
+    # 4. held-out evaluation after GRPO, and the paired comparison
+    if evaluate:
+        after_dir = out / "eval" / "grpo"
+        if not (resume and (after_dir / "results.json").exists()):
+            t0 = time.time()
+            model, tokenizer = load_policy(recipe.model, adapter=str(final_adapter), dtype=recipe.dtype)
+            res = evaluate_model(model, tokenizer, eval_tasks, after_dir, "grpo", eval_loop)
+            timings["eval_after_s"] = time.time() - t0
+            _log(f"held-out after GRPO: {_headline(res)}")
+        summary["comparison"] = compare(before_dir, after_dir)
+        primary = summary["comparison"].get(PRIMARY_METRIC)
+        if primary:
+            _log(
+                f"{PRIMARY_METRIC}: {primary['before']:.3f} -> {primary['after']:.3f} "
+                f"(diff {primary['diff']:+.3f}, paired 95% CI [{primary['ci_low']:+.3f}, {primary['ci_high']:+.3f}]: "
+                f"{'zero is outside the interval' if primary['outside_ci'] else 'zero is INSIDE the interval'})"
+            )
+    summary["timings_s"] = {k: round(v, 1) for k, v in timings.items()}
+    (out / "summary.json").write_text(json.dumps(summary, indent=1, sort_keys=True) + "\n")
+    return summary
+
+
+def _headline(result: dict[str, Any]) -> str:
+    metrics = result.get("aggregate", {}).get("metrics", {})
+    parts = []
+    for name in ("coverage", PRIMARY_METRIC, "pass@0.50", "finish_rate"):
+        m = metrics.get(name)
+        if m:
+            parts.append(f"{name} {m['value']:.3f} [{m['ci_low']:.3f}, {m['ci_high']:.3f}]")
+    return "; ".join(parts) or json.dumps(metrics)[:200]

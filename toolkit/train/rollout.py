@@ -1,0 +1,153 @@
+"""The kit's agent loop plugged into TRL's GRPOTrainer through ``rollout_func``.
+
+TRL calls ``rollout_func(prompts, trainer)`` once per generation batch with the prompts of this
+process (each prompt already repeated ``num_generations`` times, consecutively) and expects, per
+sample, ``prompt_ids``, ``completion_ids`` and ``logprobs``; ``env_mask`` (1 = model token, 0 =
+tool/environment token) keeps tool outputs out of the loss, and any other key (here ``trajectory``)
+is passed to the reward functions (``trl/trainer/grpo_trainer.py``: ``_generate``).
+
+The rollout needs the task of each sample, but TRL hands the rollout function only the prompts; the
+small ``KitGRPOTrainer`` subclass records the batch's dataset rows (with their ``task`` column) just
+before TRL generates. Nothing else of TRL's is changed: loss, advantages, clipping and KL are TRL's.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from toolkit.records import Task, Trajectory
+
+PolicyFactory = Callable[[Any], Any]  # trainer -> toolkit.agent.policies.Policy
+
+
+def task_of(row: dict[str, Any]) -> Task:
+    """The Task of a dataset row (``task`` column: a Task JSON string or dict)."""
+    raw = row["task"]
+    return Task.from_dict(json.loads(raw) if isinstance(raw, str) else raw)
+
+
+def trl_sample(traj: Trajectory, eos_token_id: int) -> tuple[list[int], list[int], list[float], list[int]]:
+    """(prompt_ids, completion_ids, logprobs, env_mask) of one trajectory, ready for TRL.
+
+    - Environment tokens after the model's last token (tool results nobody answered, a closing
+      template) are dropped: they carry no loss, and TRL reads "the last token is not EOS" as
+      truncation. So an episode ends on the model's EOS unless the model was really cut off.
+    - An episode cut by the context budget (stop reason ``length``) keeps a non-EOS last token, so
+      ``mask_truncated_completions`` (overlong filtering) masks it.
+    - An episode whose environment failed (stop reason ``error``) gets an all-zero mask: the model is
+      not blamed or credited for an infrastructure failure.
+    """
+    ids = list(traj.completion_ids)
+    mask = list(traj.completion_mask)
+    logprobs = list(traj.logprobs) if len(traj.logprobs) == len(ids) else [0.0] * len(ids)
+    if traj.stop_reason != "length":
+        last_model = max((i for i, m in enumerate(mask) if m), default=-1)
+        ids, mask, logprobs = ids[: last_model + 1], mask[: last_model + 1], logprobs[: last_model + 1]
+    if not ids:  # no model token at all: one masked EOS keeps TRL's shapes valid
+        ids, mask, logprobs = [eos_token_id], [0], [0.0]
+    if traj.stop_reason == "error":
+        mask = [0] * len(ids)
+    return list(traj.prompt_ids), ids, logprobs, mask
+
+
+def episode_metrics(trajs: Sequence[Trajectory]) -> dict[str, float]:
+    """Per-batch means of what the loop did: tool calls, failures, finishes, parse errors."""
+    n = max(1, len(trajs))
+    calls = [c for t in trajs for c in t.calls]
+    stops = Counter(t.stop_reason for t in trajs)
+    metrics = {
+        "episodes/tool_calls_mean": len(calls) / n,
+        "episodes/tool_failure_rate": (sum(not c.ok for c in calls) / len(calls)) if calls else 0.0,
+        "episodes/finish_rate": stops.get("finish", 0) / n,
+        "episodes/parse_errors_mean": sum(t.n_parse_errors for t in trajs) / n,
+        "episodes/model_tokens_mean": sum(sum(t.completion_mask) for t in trajs) / n,
+    }
+    for reason in ("finish", "no_tool_call", "max_turns", "length", "error"):
+        metrics[f"episodes/stop_{reason}"] = stops.get(reason, 0) / n
+    return metrics
+
+
+def _log_metrics(trainer: Any, metrics: dict[str, float]) -> None:
+    """Hand metrics to TRL's per-step averaging (the same path a reward function's log_metric uses)."""
+    log = getattr(trainer, "_log_metric", None)
+    if callable(log):
+        for name, value in metrics.items():
+            log(name, float(value))
+
+
+def transformers_policy(trainer: Any) -> Any:
+    """The CPU / plain-GPU policy: the model being trained, generating with transformers."""
+    from toolkit.agent.policies import TransformersPolicy
+
+    model = trainer.accelerator.unwrap_model(trainer.model)
+    return TransformersPolicy(model, trainer.processing_class, name="grpo-policy")
+
+
+def make_rollout_func(
+    loop_config: Any,
+    policy_factory: PolicyFactory = transformers_policy,
+    *,
+    open_episode: Any = None,
+    on_batch: Callable[[list[Trajectory]], None] | None = None,
+) -> Callable[[list[Any], Any], dict[str, list]]:
+    """Build ``rollout_func(prompts, trainer)`` for ``KitGRPOTrainer``.
+
+    Args:
+        loop_config: a ``toolkit.agent.loop.RolloutConfig`` (budgets, temperature, finish tool).
+        policy_factory: ``trainer -> Policy``; defaults to transformers generation with the trained
+            model. The GPU path passes a vLLM-backed factory (``toolkit.train.unsloth_backend``).
+        open_episode: override the environment opener (tests).
+        on_batch: called with each batch's trajectories (e.g. to save samples).
+    """
+    from toolkit.agent.loop import rollout
+
+    def rollout_func(prompts: list[Any], trainer: Any) -> dict[str, list]:
+        rows = getattr(trainer, "_kit_rows", None)
+        if rows is None or len(rows) != len(prompts):
+            raise RuntimeError(
+                "rollout_func needs KitGRPOTrainer (it passes the dataset rows with their tasks)"
+            )
+        tasks = [task_of(row) for row in rows]
+        policy = policy_factory(trainer)
+        was_training = trainer.model.training
+        trainer.model.eval()  # no dropout while sampling; TRL switches back for the update
+        started = time.perf_counter()
+        try:
+            trajs = rollout(tasks, policy, loop_config, n=1, open_episode=open_episode)
+        finally:
+            trainer.model.train(was_training)
+        eos = trainer.processing_class.eos_token_id
+        out: dict[str, list] = {"prompt_ids": [], "completion_ids": [], "logprobs": [], "env_mask": []}
+        for traj in trajs:
+            p, c, lp, m = trl_sample(traj, eos)
+            out["prompt_ids"].append(p)
+            out["completion_ids"].append(c)
+            out["logprobs"].append(lp)
+            out["env_mask"].append(m)
+        out["trajectory"] = [t.to_dict() for t in trajs]
+        metrics = episode_metrics(trajs)
+        metrics["episodes/rollout_seconds"] = time.perf_counter() - started
+        _log_metrics(trainer, metrics)
+        if on_batch is not None:
+            on_batch(trajs)
+        return out
+
+    return rollout_func
+
+
+def kit_grpo_trainer_class() -> type:
+    """``GRPOTrainer`` plus one line: remember the batch's dataset rows for the rollout function."""
+    from trl import GRPOTrainer
+
+    class KitGRPOTrainer(GRPOTrainer):
+        _kit_rows: list[dict[str, Any]] | None = None
+
+        def _generate_and_score_completions(self, inputs):
+            self._kit_rows = inputs
+            return super()._generate_and_score_completions(inputs)
+
+    return KitGRPOTrainer
