@@ -156,3 +156,20 @@ def test_episode_from_a_snapshot_leaves_the_snapshot_alone():
 
     run(main)
     assert world_hash(snap) == h
+
+
+def test_conflicts_are_tool_errors_that_change_nothing():
+    w = generate_world(0)
+    pid, p = next((k, p) for k, p in w["products"].items() if p["stock"])
+    half = p["stock"] // 2 + 1
+
+    async def main():
+        async with open_episode(servers=["shop", "finance"], seed=0) as tb:
+            lines = [{"product_id": pid, "qty": half}, {"product_id": pid, "qty": half}]
+            r = await tb.call_tool("create_order", {"customer_id": "cu-001", "items": lines})
+            assert not r.ok and "in stock" in r.text
+            r = await tb.call_tool("buy_stock", {"symbol": "ACMR", "shares": 99999})
+            assert not r.ok and "insufficient cash" in r.text
+            assert tb.state_diff() == {}
+
+    run(main)

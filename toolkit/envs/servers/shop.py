@@ -123,12 +123,14 @@ class Shop(DomainServer):
     ) -> dict[str, Any]:
         """Place an order for a customer at current prices; hardware stock is reserved. Status 'pending'."""
         cust = self.require("customers", customer_id, "Customer", "Use search_contacts to find customer ids.")
-        lines = []
+        lines: list[dict[str, Any]] = []
+        wanted: dict[str, int] = {}  # per product, over all lines
         for line in items:
             p = self._product(line.product_id)
-            if p["stock"] is not None and p["stock"] < line.qty:
+            wanted[p["id"]] = wanted.get(p["id"], 0) + line.qty
+            if p["stock"] is not None and p["stock"] < wanted[p["id"]]:
                 raise conflict(
-                    f"only {p['stock']} of {p['id']} ({p['name']}) in stock, {line.qty} requested."
+                    f"only {p['stock']} of {p['id']} ({p['name']}) in stock, {wanted[p['id']]} requested."
                 )
             lines.append({"product_id": p["id"], "qty": line.qty, "unit_price": p["price"]})
         for line in lines:
