@@ -49,3 +49,18 @@ def test_gold_policy_scores_full_marks_on_the_sample():
     results = rubric.RubricReward().batch(tasks, rollout(tasks, make_policy("gold")))
     low = [(t.id, r.score) for t, r in zip(tasks, results, strict=True) if r.score < 1.0]
     assert not low
+
+
+def test_every_gold_dependency_is_an_edge_of_the_graph():
+    from toolkit.synth.library import library_graph
+
+    graph = library_graph()
+    missing = set()
+    for name in ("train.jsonl", "eval.jsonl"):
+        for task in read_jsonl(SAMPLE / name, Task):
+            for call in task.gold:
+                for j in call.depends_on:
+                    producer = task.gold[j].name
+                    if producer != call.name and not graph.has_edge(producer, call.name):
+                        missing.add((producer, call.name))
+    assert not missing, f"gold dependencies the graph does not know: {sorted(missing)}"

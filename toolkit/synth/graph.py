@@ -249,11 +249,13 @@ def build_graph(
     declared: Iterable[tuple[str, str, str]] = (),
     getters: Mapping[str, tuple[str, str]] | None = None,
     scope: Callable[[ToolSpec], str] | None = None,
+    readers: Mapping[str, Iterable[str]] | None = None,
 ) -> ToolGraph:
     """Infer the graph from tool schemas (and the world's foreign keys when a world is given), plus
     ``declared`` (producer, consumer, field) triples. ``getters`` maps a collection to the tool and
     argument that read one of its records (``customers -> (get_contact, contact_id)``) where the
-    names alone do not tell (guessed from names otherwise). ``scope`` names the state a tool acts on
+    names alone do not tell (guessed from names otherwise); ``readers`` adds tools that return whole
+    records of a collection (``customers -> [search_contacts]``). ``scope`` names the state a tool acts on
     (servers over one shared world share a scope); inferred edges never cross scopes."""
     tools = {s.name: s for s in specs}
     consumers: dict[str, list[str]] = defaultdict(list)  # input field -> tools taking it
@@ -288,18 +290,20 @@ def build_graph(
     if world is not None:
         found = {c: (t, f"{singular(c)}_id") for c, t in collection_getters(tools.values(), world).items()}
         found.update({c: g for c, g in (getters or {}).items() if g[0] in tools})
-        readers: dict[str, list[str]] = defaultdict(list)  # collection -> tools that return its records
+        coll_readers: dict[str, list[str]] = defaultdict(list)  # collection -> tools returning its records
+        for coll, names in (readers or {}).items():
+            coll_readers[coll].extend(n for n in names if n in tools)
         for coll in world:
             ent = singular(coll)
             for name in tools:  # list_deals, search_tickets: reads whose object is the collection
                 tokens = _name_tokens(name)
                 if len(tokens) > 1 and tokens[0] in READ_VERBS and singular(tokens[-1]) == ent:
-                    readers[coll].append(name)
-            if coll in found and found[coll][0] not in readers[coll]:
-                readers[coll].append(found[coll][0])
+                    coll_readers[coll].append(name)
+            if coll in found and found[coll][0] not in coll_readers[coll]:
+                coll_readers[coll].append(found[coll][0])
         for (coll, _fld), target in sorted(foreign_keys(world).items()):
             target_fields = {f"{singular(target)}_id"} | ({found[target][1]} if target in found else set())
-            for producer in sorted(readers.get(coll, [])):
+            for producer in sorted(set(coll_readers.get(coll, []))):
                 for target_field in sorted(target_fields):
                     edges.extend(link(producer, target_field, "state"))
     # Keep the strongest source per (producer, consumer, field): declared > schema > name > state.

@@ -45,7 +45,7 @@ def library_graph(
     """The graph over the environment library: declared + inferred edges. The domain servers share
     one world, so edges cross them; each BFCL server has its own state (``include_bfcl``)."""
     from toolkit.envs.state import base_world
-    from toolkit.synth.templates.chains import GETTERS
+    from toolkit.synth.templates.chains import GETTERS, SEARCHERS
 
     if specs is None:
         from toolkit.envs.registry import server_names, tool_specs
@@ -61,4 +61,5 @@ def library_graph(
         declared=sorted(declared),
         getters=getters,
         scope=lambda s: s.server if s.server.startswith("bfcl") else "world",
+        readers={coll: [tool] for coll, (tool, _, _) in SEARCHERS.items()},
     )
