@@ -141,7 +141,7 @@ def test_external_command_missing_is_a_clear_error():
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
 @pytest.mark.skipif(not (NPM / "server-memory").exists(),
-                    reason="npm server-memory missing: run `make npm` (installs into .cache/npm)")  # fmt: skip
+                    reason="npm server-memory missing from .cache/npm: run `make setup` with node/npm available")  # fmt: skip
 def test_npm_server_memory_through_the_external_path(tmp_path):
     memory = ExternalServer(
         "memory",

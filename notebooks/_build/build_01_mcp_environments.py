@@ -194,7 +194,7 @@ resolved against its root; `..` above the root, links pointing outside it (the w
 Any MCP server plugs into the same episode: a stdio command or a streamable-HTTP URL. Here the kit's own
 servers run as a separate process (`python -m toolkit.envs.serve`, the same as `mcp-rl serve`), then the
 reference npm server `@modelcontextprotocol/server-memory` (a knowledge graph) if Node and the package
-are installed (`make npm`). Each episode starts its own process, so a crashed server is simply restarted by
+are installed (`make setup` puts it in .cache/npm). Each episode starts its own process, so a crashed server is simply restarted by
 the next episode, and every call has a timeout."""),
     code(
         """weather_proc = ExternalServer("weather-stdio", command=[sys.executable, "-m", "toolkit.envs.serve", "weather", "--seed", str(SEED)], cwd=str(ROOT))
@@ -204,7 +204,7 @@ if shutil.which("node") and memory_js.exists():
     external.append(ExternalServer("memory", command=["node", str(memory_js)],
                                    env={"MEMORY_FILE_PATH": str(Path(tempfile.mkdtemp()) / "memory.jsonl")}))
 else:
-    print("npm server-memory not installed: run `make npm` to add it to this demo")
+    print("npm server-memory not installed: `make setup` installs it into .cache/npm when node/npm are available")
 
 async with open_episode(servers=["crm"], external=external, timeout=30) as tb:
     by_server = pd.Series([t.server for t in await tb.list_tools()]).value_counts()
