@@ -134,6 +134,11 @@ scores = [r.score for r in RubricReward().batch(sample, rollout(sample, make_pol
 print(f"gold policy: mean rubric reward {sum(scores) / len(scores):.3f} over {len(scores)} tasks")
 assert min(scores) == 1.0"""
     ),
+    md("""BFCL-style tasks come from BFCL v4's own multi-turn entries instead of templates:
+`toolkit.synth.bfcl_tasks.load_bfcl_tasks(category)` turns each entry into the same `Task` record (later
+user turns in `followups`, gold calls with their turn), split by scenario so training never sees a
+scenario held out for evaluation. They run on the BFCL MCP servers through the same loop (notebook 05
+evaluates on them; loading bfcl-eval's data takes a few seconds, so this notebook only points at it)."""),
     md("""## 5. Export
 
 JSONL (one `Task` per line, the schema in `toolkit/records.py`) and a Hugging Face `datasets.Dataset`
