@@ -159,7 +159,7 @@ def generate(
             or (t.calls[1] >= config.min_calls and t.calls[0] <= config.max_calls)
         )
     }
-    summary: dict[str, Any] = {"config": config.to_dict(), "splits": {}}
+    summary: dict[str, Any] = {"config": config.to_dict(), "env": env_fingerprint(specs), "splits": {}}
     timings: dict[str, float] = {}
     out: dict[str, list[Task]] = {}
     bar = _progress_bar(config.n_train + config.n_eval, progress)
@@ -283,6 +283,17 @@ def _generate_split(
     stats_out["drops"] = dict(sorted(drops.items()))
     stats_out["drop_examples"] = examples
     return kept, stats_out
+
+
+def env_fingerprint(specs: Mapping[str, ToolSpec]) -> dict[str, Any]:
+    """What the tasks depend on besides the config: the tool library (names, schemas, servers). A
+    change here changes the distractors and the replays, so committed data must be regenerated."""
+    import hashlib
+    import json
+
+    lib = [[n, specs[n].server, specs[n].input_schema] for n in sorted(specs)]
+    digest = hashlib.sha256(json.dumps(lib, sort_keys=True).encode()).hexdigest()[:16]
+    return {"tools": len(specs), "tools_sha256": digest}
 
 
 def _paraphraser(config: SynthConfig) -> Callable[[str, list[str], int], tuple[str, bool]] | None:
