@@ -23,6 +23,7 @@ at work, and plugs in an external server. Everything runs on a CPU in seconds.""
     code(
         """# Parameters (papermill injects SMOKE=True in CI)
 SMOKE = False
+OUT_DIR = "../build/notebooks/01_mcp_environments"  # the server table and timings are saved here
 SEED = 0               # world seed: same seed, same world
 N_EPISODES = 64        # concurrent isolated episodes in the isolation demo
 CALLS_PER_EPISODE = 20
@@ -49,7 +50,9 @@ from toolkit.envs.registry import DOMAIN_SERVERS, server_names, tool_specs
 from toolkit.envs.state import WorldState
 from toolkit.envs.world import TODAY, generate_world, world_hash
 
-ROOT = Path.cwd().parent if Path.cwd().name == "notebooks" else Path.cwd()"""
+ROOT = Path.cwd().parent if Path.cwd().name == "notebooks" else Path.cwd()
+out = Path(OUT_DIR)
+out.mkdir(parents=True, exist_ok=True)"""
     ),
     md("""## 1. One coherent world
 
@@ -91,6 +94,7 @@ for name in server_names():
 table = pd.DataFrame(rows).set_index("server")
 print(f"{len(DOMAIN_SERVERS)} domain servers, {table.loc[list(DOMAIN_SERVERS), 'tools'].sum()} domain tools;",
       f"{len(table)} servers and {len(specs)} tools in all")
+table.to_csv(out / "servers.csv")
 table"""
     ),
     code(
@@ -239,6 +243,7 @@ t = time.perf_counter()
 for _ in range(1000):
     WorldState.from_seed(SEED)
 timings["reset (new episode state)"] = (time.perf_counter() - t) / 1000
+(out / "timings.json").write_text(json.dumps({k: v * 1e6 for k, v in timings.items()}, indent=1))
 pd.DataFrame({"microseconds": {k: round(v * 1e6, 1) for k, v in timings.items()}})"""
     ),
     md("""The protocol costs two to three orders of magnitude over a bare Python call (these are wall-clock
