@@ -23,9 +23,13 @@ def _head(path, n: int) -> list[dict]:
 def test_sample_regenerates_from_its_command():
     # README: mcp-rl synth --n 2000 --n-eval 300 --seed 0 --out data/tasks. A shorter run with the same
     # seed is a prefix of the longer one, so a slice regenerates cheaply.
-    recorded = json.loads((SAMPLE / "summary.json").read_text())["config"]
-    assert recorded == make_config("default", n_train=2000, n_eval=300, seed=0).to_dict()
+    summary = json.loads((SAMPLE / "summary.json").read_text())
+    assert summary["config"] == make_config("default", n_train=2000, n_eval=300, seed=0).to_dict()
     result = generate(make_config("default", n_train=40, n_eval=10, seed=0))
+    assert result.summary["env"] == summary["env"], (
+        "the tool library changed since data/tasks was generated: regenerate it with "
+        "`mcp-rl synth --n 2000 --n-eval 300 --seed 0 --out data/tasks` (see data/tasks/README.md)"
+    )
     assert [t.to_dict() for t in result.train] == _head(SAMPLE / "train.jsonl", 40)
     assert [t.to_dict() for t in result.eval] == _head(SAMPLE / "eval.jsonl", 10)
 
