@@ -19,6 +19,7 @@ import anyio
 from mcp import Client
 from mcp.client import CacheConfig, InMemoryResponseCacheStore
 from mcp.shared.exceptions import MCPError as McpError
+from mcp_types import REQUEST_TIMEOUT
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from toolkit.envs import registry
@@ -52,6 +53,7 @@ class Episode:
         self.timeout = timeout
         self._allowed = allowed
         self._clients: dict[str, Client] = {}
+        self._external: set[str] = set()  # servers in another process
         self._route: dict[str, str] = {}  # tool name -> server name
         self._specs: list[ToolSpec] = []
         self._stack = AsyncExitStack()
@@ -116,13 +118,22 @@ class Episode:
             return ToolResult(
                 False, f"Arguments for '{name}' must be a JSON object, got {type(arguments).__name__}."
             )
+        timeout = f"timeout: '{name}' on server '{server}' did not answer within {self.timeout:g} s"
+        client = self._clients[server]
         try:
-            with anyio.fail_after(self.timeout):
-                result = await self._clients[server].call_tool(name, arguments)
+            # Every client carries read_timeout_seconds (the SDK then answers REQUEST_TIMEOUT). An external
+            # process can also stall before that clock starts (a blocked write), so it gets an outer bound.
+            if server in self._external:
+                with anyio.fail_after(self.timeout + 1):
+                    result = await client.call_tool(name, arguments)
+            else:
+                result = await client.call_tool(name, arguments)
         except TimeoutError:
-            return ToolResult(
-                False, f"timeout: '{name}' on server '{server}' did not answer within {self.timeout:g} s"
-            )
+            return ToolResult(False, timeout)
+        except McpError as exc:
+            if exc.error.code == REQUEST_TIMEOUT:
+                return ToolResult(False, timeout)
+            return ToolResult(False, f"Error calling '{name}' on server '{server}': {exc.error.message}")
         except Exception as exc:  # protocol errors, a dead server: the episode goes on
             return ToolResult(
                 False, f"Error calling '{name}' on server '{server}': {type(exc).__name__}: {exc}"
@@ -194,6 +205,7 @@ async def open_episode(
                 await episode._connect(name, Client(registry.build_server(name, world, task), **client_args))
         for ext in external or []:
             try:
+                episode._external.add(ext.name)
                 await episode._connect(ext.name, ext.client(timeout))
             except (OSError, TimeoutError, McpError) as exc:
                 raise RuntimeError(
