@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from toolkit.synth.base import payload
@@ -56,13 +56,6 @@ def unique_by(ctx: Ctx, collection: str, field: str) -> list[dict[str, Any]]:
 
 def one_of(ctx: Ctx, options: Sequence[Any], avoid: Any = None) -> Any:
     return ctx.choose([o for o in options if o != avoid])
-
-
-def recompute_from(
-    fn: Callable[[list[ToolResult]], dict[str, Any]],
-) -> Callable[[list[ToolResult]], dict[str, Any]]:
-    """Identity decorator that documents a recompute function (answers from replayed outputs)."""
-    return fn
 
 
 # How a foreign-key field reads in a prompt, and how an entity is introduced.
