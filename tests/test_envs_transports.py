@@ -41,6 +41,11 @@ async def hang() -> str:
     return "late"
 
 @server.tool()
+async def pid() -> str:
+    """The server's process id."""
+    return str(os.getpid())
+
+@server.tool()
 async def crash() -> str:
     """Kills its own process."""
     os._exit(3)
@@ -174,3 +179,29 @@ def test_tool_name_collisions_raise():
                 pass
 
     anyio.run(main)
+
+
+def test_reused_external_process_is_shared_and_restarted_after_a_crash(tmp_path):
+    from toolkit.envs.external import close_shared_sessions
+
+    script = tmp_path / "flaky.py"
+    script.write_text(FLAKY_SERVER)
+    flaky = ExternalServer("flaky", command=[sys.executable, str(script)], reuse=True)
+
+    async def pid_of_episode(crash: bool = False) -> str:
+        async with open_episode(servers=[], external=[flaky], timeout=10) as tb:
+            pid = (await tb.call_tool("pid", {})).text
+            if crash:
+                assert not (await tb.call_tool("crash", {})).ok
+            return pid
+
+    async def main():
+        first = await pid_of_episode()
+        assert await pid_of_episode(crash=True) == first  # the same process served both episodes
+        restarted = await pid_of_episode()
+        assert restarted != first and restarted.isdigit()
+
+    try:
+        anyio.run(main)
+    finally:
+        close_shared_sessions()
