@@ -43,23 +43,36 @@ async def time_calls(call, n: int) -> tuple[float, float]:
     return time.perf_counter() - t, time.process_time() - c
 
 
-async def bench_paths(n: int) -> dict[str, tuple[float, float]]:
-    out: dict[str, tuple[float, float]] = {}
+async def bench_paths(n: int, rounds: int = 5) -> dict[str, tuple[float, float]]:
+    """Per-path (wall, CPU) seconds for n calls, measured in interleaved rounds so that a changing
+    machine load hits every path alike."""
     helpdesk = Helpdesk(WorldState.from_seed(0))
-    t, c = time.perf_counter(), time.process_time()
-    for _ in range(n):
+
+    async def direct() -> None:
         helpdesk.view_ticket(**ARGS)
-    out["direct python"] = time.perf_counter() - t, time.process_time() - c
-    for transport in ("inprocess", "jsonrpc"):
-        async with open_episode(servers=["helpdesk"], transport=transport) as tb:
-            out[f"MCP {transport}"] = await time_calls(lambda tb=tb: tb.call_tool("view_ticket", ARGS), n)
+
     params = StdioServerParameters(command=sys.executable, args=["-m", "toolkit.envs.serve", "helpdesk"],
                                    cwd=os.getcwd())  # fmt: skip
-    k = max(n // 5, 50)
-    async with Client(params, read_timeout_seconds=60) as client:
-        wall, _ = await time_calls(lambda: client.call_tool("view_ticket", ARGS), k)
-        out["MCP stdio"] = wall * n / k, float("nan")  # the server's CPU is in another process
-    return out
+    out = {k: [0.0, 0.0] for k in ("direct python", "MCP inprocess", "MCP jsonrpc", "MCP stdio")}
+    k = max(n // 5, 50)  # stdio is slow: fewer calls, scaled to n
+    async with (
+        open_episode(servers=["helpdesk"], transport="inprocess") as fast,
+        open_episode(servers=["helpdesk"], transport="jsonrpc") as framed,
+        Client(params, read_timeout_seconds=60) as stdio,
+    ):
+        paths = {
+            "direct python": (direct, n),
+            "MCP inprocess": (lambda: fast.call_tool("view_ticket", ARGS), n),
+            "MCP jsonrpc": (lambda: framed.call_tool("view_ticket", ARGS), n),
+            "MCP stdio": (lambda: stdio.call_tool("view_ticket", ARGS), k),
+        }
+        for _ in range(rounds):
+            for name, (call, count) in paths.items():
+                wall, cpu = await time_calls(call, count // rounds)
+                out[name][0] += wall * n / count
+                out[name][1] += cpu * n / count
+    out["MCP stdio"][1] = float("nan")  # the server's CPU is in another process
+    return {name: (wall, cpu) for name, (wall, cpu) in out.items()}
 
 
 def plan(rng: random.Random, n: int) -> list[tuple[str, dict]]:
