@@ -76,7 +76,8 @@ def test_calls_through_mcp_client_and_errors_keep_the_server_alive():
             bad = await tb.call_tool("view_ticket", {"ticket_id": "t-10010"})
             assert not bad.ok and "not found" in bad.text and "t-1001" in bad.text
             bad = await tb.call_tool("percent_of", {"percent": "abc", "value": 3})
-            assert not bad.ok and "percent" in bad.text
+            assert not bad.ok and "percent" in bad.text and "valid number" in bad.text
+            assert "errors.pydantic.dev" not in bad.text  # tokens the model does not need
             bad = await tb.call_tool("no_such_tool", {})
             assert not bad.ok and "Unknown tool" in bad.text
             bad = await tb.call_tool("calculate", {"expression": "__import__('os').system('x')"})

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 
 Transport = Literal["inprocess", "jsonrpc"]
 DEFAULT_TIMEOUT = 30.0
+_PYDANTIC_URL = "For further information visit https://errors.pydantic.dev"
 _LIST_CACHE = InMemoryResponseCacheStore()  # tools/list results of the kit's own servers, shared by episodes
 
 # The SDK logs every tool error at INFO; the model sees them as results, so keep the console quiet.
@@ -42,7 +43,10 @@ def _result_text(result: Any) -> str:
     parts = [c.text for c in result.content if getattr(c, "type", None) == "text"]
     if not parts and result.structured_content is not None:
         return json.dumps(result.structured_content, ensure_ascii=False)
-    return "\n".join(parts)
+    text = "\n".join(parts)
+    if result.is_error and _PYDANTIC_URL in text:  # argument errors: drop the docs links, keep the message
+        text = "\n".join(line for line in text.splitlines() if _PYDANTIC_URL not in line)
+    return text
 
 
 class Episode:
