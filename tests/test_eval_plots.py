@@ -135,3 +135,18 @@ def test_verified_reference_quotes_appear_in_the_write_ups():
         assert files, e["id"]
         for quote in e["quote"].split(" / "):
             assert any(quote in texts[f] for f in files), (e["id"], quote)
+
+
+def test_report_tables(tmp_path):
+    from toolkit.eval import report
+
+    before = write_run(tmp_path / "b", "base", [0.0, 0.5, 0.5, 1.0], 0.25)
+    after = write_run(tmp_path / "a", "trained", [0.5, 1.0, 0.5, 1.0], 0.75)
+    paired = report.paired_table(before, after).set_index("metric")
+    assert paired.loc["coverage", "diff"] == pytest.approx(0.25)
+    assert paired.loc["finish_rate", "after"] == pytest.approx(0.75)
+    table = report.metrics_table([before, after], report.HEADLINE)
+    assert set(table["run"]) == {"base", "trained"} and "rubric/tool_selection" not in set(table["metric"])
+    ref = report.reference_table().set_index("metric")
+    assert ref.loc["coverage", "relative_%"] == pytest.approx(29.4)  # Scale reports "+29%"
+    assert ref.loc["pass@0.75", "delta_points"] == pytest.approx(9.6)

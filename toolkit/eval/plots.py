@@ -22,7 +22,8 @@ from toolkit.eval.metrics import TaskResult, paired_bootstrap, read_task_results
 
 REFERENCE_FILE = Path(__file__).resolve().parents[2] / "data" / "reference_results.json"
 # Metrics shown in the before/after panel, per kind of suite, in reading order.
-ATLAS_METRICS = ("coverage", "pass@0.50", "pass@0.75", "finish_rate", "tool_failure_rate")
+ATLAS_METRICS = ("coverage", "pass@0.50", "pass@0.75", "atlas_coverage", "finish_rate", "tool_failure_rate")
+PUBLISHED_METRICS = ("coverage", "pass@0.50", "pass@0.75")
 BFCL_METRICS = ("accuracy", "finish_rate", "tool_failure_rate")
 # Training-curve panels: (title, candidate keys in metrics.jsonl, first match wins).
 CURVES = (
@@ -91,24 +92,33 @@ def _by_suite(runs: list[Run]) -> OrderedDict[str, list[Run]]:
     return groups
 
 
-def _suite_metrics(runs: list[Run]) -> list[str]:
+def _suite_metrics(runs: list[Run], kind: str = "headline") -> list[str]:
+    """Metrics of a suite's runs to draw: ``headline`` (the suite's main rates), ``published`` (those the
+    write-ups report: coverage and pass rates, or BFCL accuracy) or ``rubric`` (per-category pass rates)."""
     names = set().union(*(r.aggregate.get("metrics", {}).keys() for r in runs))
-    wanted = BFCL_METRICS if "accuracy" in names else ATLAS_METRICS
-    extra = sorted(n for n in names if n.startswith("rubric/") or n.startswith("accuracy/"))
-    if len([n for n in extra if n.startswith("accuracy/")]) == 1:  # one BFCL category: same as overall
-        extra = [n for n in extra if not n.startswith("accuracy/")]
-    return [n for n in (*wanted, *extra) if n in names]
+    bfcl = "accuracy" in names
+    if kind == "rubric":
+        return sorted(n for n in names if n.startswith("rubric/"))
+    if kind == "published":
+        wanted: tuple[str, ...] = ("accuracy",) if bfcl else PUBLISHED_METRICS
+    else:
+        wanted = BFCL_METRICS if bfcl else ATLAS_METRICS
+    return [n for n in wanted if n in names]
 
 
-def plot_before_after(runs: list[Run], out_dir: str | Path, name: str = "before_after") -> list[Path]:
+def plot_before_after(
+    runs: list[Run], out_dir: str | Path, name: str = "before_after", kind: str = "headline"
+) -> list[Path]:
     """Grouped bars (one colour per run) of each suite's metrics with 95% bootstrap CIs as error bars.
 
     With two runs on the same tasks, the title of each metric says the paired difference and whether it
     lies outside the paired-bootstrap CI ("*")."""
-    groups = _by_suite(runs)
-    fig, axes = plt.subplots(1, len(groups), figsize=(max(5.0, 4.2 * len(groups)), 4.2), squeeze=False)
+    groups = OrderedDict((k, v) for k, v in _by_suite(runs).items() if _suite_metrics(v, kind))
+    if not groups:
+        return []
+    fig, axes = plt.subplots(1, len(groups), figsize=(max(5.0, 4.6 * len(groups)), 4.4), squeeze=False)
     for ax, (suite, suite_runs) in zip(axes[0], groups.items(), strict=True):
-        metrics = _suite_metrics(suite_runs)
+        metrics = _suite_metrics(suite_runs, kind)
         diffs = {}
         if len(suite_runs) >= 2 and suite_runs[0].tasks and suite_runs[-1].tasks:
             try:
@@ -132,7 +142,12 @@ def plot_before_after(runs: list[Run], out_dir: str | Path, name: str = "before_
         labels = []
         for m in metrics:
             d = diffs.get(m)
-            labels.append(m if d is None else f"{m}\n{d.diff:+.2f}{'*' if d.outside_ci else ''}")
+            short = m.removeprefix("rubric/")
+            labels.append(
+                short
+                if d is None or np.isnan(d.diff)
+                else f"{short}\n{d.diff:+.2f}{'*' if d.outside_ci else ''}"
+            )
         ax.set_xticks(x, labels, rotation=30, ha="right", fontsize=8)
         ax.set_ylim(0, max(1.05, ax.get_ylim()[1]))
         n = suite_runs[0].aggregate.get("n_tasks", "?")
@@ -145,45 +160,43 @@ def plot_before_after(runs: list[Run], out_dir: str | Path, name: str = "before_
 def plot_tool_usage(
     runs: list[Run], out_dir: str | Path, name: str = "tool_usage", top: int = 12
 ) -> list[Path]:
-    """Tool usage per run: histogram of calls per task and the share of calls going to each tool.
+    """Tool usage, one row per suite: histogram of calls per task and each tool's share of the calls,
+    one colour per run. Scale saw trained models concentrate their calls on fewer, higher-value tools."""
+    groups = _by_suite(runs)
+    fig, axes = plt.subplots(len(groups), 2, figsize=(11, 3.8 * len(groups)), squeeze=False)
+    for (ax_hist, ax_tools), (suite, suite_runs) in zip(axes, groups.items(), strict=True):
+        usage = [r.aggregate.get("tool_usage", {}) for r in suite_runs]
+        hist = [u.get("calls_per_task_histogram", {}) for u in usage]
+        x = np.arange(max([int(k) for h in hist for k in h] or [0]) + 1)
+        width = 0.8 / max(1, len(suite_runs))
+        for i, (run, h) in enumerate(zip(suite_runs, hist, strict=True)):
+            total = max(1, sum(h.values()))
+            shares = [h.get(str(k), 0) / total for k in x]
+            pos = x + (i - (len(suite_runs) - 1) / 2) * width
+            ax_hist.bar(pos, shares, width, label=run.label, color=COLORS[i % len(COLORS)])
+        ax_hist.set_xticks(x)
+        ax_hist.set_xlabel("tool calls in the episode")
+        ax_hist.set_ylabel("share of tasks")
+        ax_hist.legend(fontsize=8)
+        ax_hist.set_title(f"{suite}: calls per task", fontsize=10)
 
-    Scale saw trained models concentrate their calls on fewer, higher-value tools."""
-    fig, (ax_hist, ax_tools) = plt.subplots(1, 2, figsize=(11, 4))
-    hist = [r.aggregate.get("tool_usage", {}).get("calls_per_task_histogram", {}) for r in runs]
-    max_calls = max([int(k) for h in hist for k in h] or [0])
-    x = np.arange(max_calls + 1)
-    width = 0.8 / max(1, len(runs))
-    for i, (run, h) in enumerate(zip(runs, hist, strict=True)):
-        total = max(1, sum(h.values()))
-        ax_hist.bar(
-            x + i * width, [h.get(str(k), 0) / total for k in x], width, label=run.label, color=COLORS[i % 6]
-        )
-    ax_hist.set_xlabel("tool calls in the episode")
-    ax_hist.set_ylabel("share of tasks")
-    ax_hist.legend(fontsize=8)
-    ax_hist.set_title("calls per task")
-
-    per_tool = [r.aggregate.get("tool_usage", {}).get("calls_per_tool", {}) for r in runs]
-    totals: dict[str, int] = {}
-    for pt in per_tool:
-        for k, v in pt.items():
-            totals[k] = totals.get(k, 0) + v
-    tools = [k for k, _ in sorted(totals.items(), key=lambda kv: -kv[1])[:top]]
-    y = np.arange(len(tools))
-    height = 0.8 / max(1, len(runs))
-    for i, (run, pt) in enumerate(zip(runs, per_tool, strict=True)):
-        total = max(1, sum(pt.values()))
-        ax_tools.barh(
-            y + i * height,
-            [pt.get(t, 0) / total for t in tools],
-            height,
-            label=run.label,
-            color=COLORS[i % 6],
-        )
-    ax_tools.set_yticks(y + height * (len(runs) - 1) / 2, tools, fontsize=7)
-    ax_tools.invert_yaxis()
-    ax_tools.set_xlabel("share of the run's calls")
-    ax_tools.set_title(f"top {len(tools)} tools")
+        per_tool = [u.get("calls_per_tool", {}) for u in usage]
+        totals: dict[str, int] = {}
+        for pt in per_tool:
+            for k, v in pt.items():
+                totals[k] = totals.get(k, 0) + v
+        tools = [k for k, _ in sorted(totals.items(), key=lambda kv: -kv[1])[:top]]
+        y = np.arange(len(tools))
+        height = 0.8 / max(1, len(suite_runs))
+        for i, (run, pt) in enumerate(zip(suite_runs, per_tool, strict=True)):
+            total = max(1, sum(pt.values()))
+            shares = [pt.get(t, 0) / total for t in tools]
+            ax_tools.barh(y + i * height, shares, height, label=run.label, color=COLORS[i % len(COLORS)])
+        ax_tools.set_yticks(y + height * (len(suite_runs) - 1) / 2, tools, fontsize=7)
+        ax_tools.invert_yaxis()
+        ax_tools.set_xlabel("share of the run's calls")
+        ax_tools.set_title(f"{suite}: top {len(tools)} tools", fontsize=10)
+    fig.tight_layout()
     return save(fig, out_dir, name)
 
 
@@ -282,7 +295,7 @@ def plot_reference(
         if len(suite_runs) < 2:
             continue
         first, last = suite_runs[0], suite_runs[-1]
-        for m in _suite_metrics(suite_runs)[:3]:
+        for m in _suite_metrics(suite_runs, "published"):
             b, a = first.metric(m), last.metric(m)
             if b and a:
                 rows.append(
@@ -337,6 +350,7 @@ def plot_all(
     paths: list[Path] = []
     if runs:
         paths += plot_before_after(runs, out_dir)
+        paths += plot_before_after(runs, out_dir, name="rubric_categories", kind="rubric")
         paths += plot_tool_usage(runs, out_dir)
         paths += plot_finish_rate(runs, out_dir)
     if metrics_file:

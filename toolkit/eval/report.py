@@ -25,16 +25,27 @@ HEADLINE = (
 )
 
 
+# On BFCL (a binary score) coverage and the pass rates equal the accuracy: tables show accuracy only.
+BINARY_DUPLICATES = ("coverage", "pass@0.50", "pass@0.75")
+
+
 def _run(r: Run | str | Path) -> Run:
     return r if isinstance(r, Run) else load_run(r)
+
+
+def _shown(name: str, all_names: Any, metrics: tuple[str, ...] | None) -> bool:
+    if metrics is not None and name not in metrics:
+        return False
+    return not ("accuracy" in all_names and name in BINARY_DUPLICATES)
 
 
 def metrics_table(runs: list[Run | str | Path], metrics: tuple[str, ...] | None = None) -> pd.DataFrame:
     """One row per (run, metric): value and 95% CI."""
     rows = []
     for r in map(_run, runs):
-        for name, m in r.aggregate.get("metrics", {}).items():
-            if metrics is None or name in metrics:
+        ms = r.aggregate.get("metrics", {})
+        for name, m in ms.items():
+            if _shown(name, ms, metrics):
                 rows.append(
                     {
                         "suite": r.suite,
@@ -71,7 +82,7 @@ def paired_table(
             "outside_ci": d.outside_ci,
         }
         for k, d in diffs.items()
-        if metrics is None or k in metrics
+        if _shown(k, diffs, metrics)
     ]
     return pd.DataFrame(rows)
 
