@@ -45,19 +45,23 @@ def write_run(
 
 
 def write_metrics(path: Path, steps: int = 12) -> Path:
-    rows = [
+    """The trainer's format: SFT rows (loss only), then GRPO rows with TRL's and the loop's names."""
+    rows = [{"step": s, "phase": "sft", "loss": 2.0 / (s + 1)} for s in range(3)]
+    rows += [
         {
             "step": s,
-            "reward_mean": 0.2 + 0.03 * s,
+            "phase": "grpo",
+            "loss": 0.01,
+            "reward": 0.2 + 0.03 * s,
             "reward_std": 0.1,
-            "zero_variance_share": 0.5 - 0.02 * s,
-            "completion_length": 80 + s,
-            "tool_calls": 2.0,
-            "failure_rate": 0.3,
-            "finish_rate": 0.1 * s / 2,
+            "frac_reward_zero_std": 0.5 - 0.02 * s,
+            "completions/mean_length": 80 + s,
+            "episodes/tool_calls_mean": 2.0,
+            "episodes/tool_failure_rate": 0.3,
+            "episodes/finish_rate": 0.1 * s / 2,
             "kl": 0.001 * s,
         }
-        for s in range(steps)
+        for s in range(3, steps)
     ]
     path.write_text("\n".join(json.dumps(r) for r in rows) + "\nnot json\n")
     return path
@@ -78,6 +82,9 @@ def test_plot_all_writes_png_and_svg(tmp_path):
         head = p.read_bytes()[:8]
         assert head.startswith(b"\x89PNG") if p.suffix == ".png" else b"<?xml" in head or b"<svg" in head
     # the before/after panel names the paired difference, and it is outside the CI for +0.3 on 30 tasks
+    curves = (tmp_path / "fig" / "training_curves.svg").read_text()
+    for title in ("zero-variance groups", "finish rate", "KL", "loss"):
+        assert title in curves
     svg = (tmp_path / "fig" / "before_after.svg").read_text()
     assert "coverage" in svg and "+0.30*" in svg
 

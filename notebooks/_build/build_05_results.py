@@ -36,12 +36,15 @@ cells.append(
 `SMOKE = True` (what CI injects) runs two tiny evaluations: a tiny randomly initialised model (same
 tokenizer and chat template as the embedded SmolLM2) on a couple of tasks per suite with short generations, and the `gold` policy (replays each task's reference trajectory: the
 ceiling, and a self-check that scores 100%) standing in for a trained model. For the real comparison,
-set `ADAPTER` to the LoRA folder written by notebook 04 or `mcp-rl train`.""")
+set `TRAIN_RUN` to the folder of a training run (notebook 04 or `mcp-rl train --recipe cpu-demo --out
+runs/cpu-demo`): its `adapter/` is evaluated as "after" and its `metrics.jsonl` gives the training curves.
+`ADAPTER` alone points at any LoRA folder. The base model must be the one the adapter was trained on.""")
 )
 params = code("""SMOKE = False
 OUT_DIR = "../runs/05_results"
 MODEL = "smollm2-135m"  # the base model ("tiny-random", "smollm2-135m" or a Hugging Face id)
 SMOKE_MODEL = "tiny-random"  # what smoke mode evaluates instead (fast on any CPU)
+TRAIN_RUN = None  # a `mcp-rl train --out DIR` folder: its adapter/ and metrics.jsonl are used
 ADAPTER = None  # a trained LoRA adapter folder; None -> the gold policy stands in as "after"
 SUITES = ["kit-eval", "bfcl-base"]  # add "bfcl-miss-func", "bfcl-miss-param", "bfcl-long-context"
 LIMIT = 40  # tasks per suite (None = all)
@@ -65,6 +68,10 @@ if SMOKE:  # tiny budgets: a tiny model, a couple of tasks per suite, short gene
     LIMIT = 2
     SUITES = ["kit-eval", "bfcl-base"]
     LOOP_CONFIG = {**SMOKE_LOOP_CONFIG, **LOOP_CONFIG}
+
+if TRAIN_RUN:  # a training run folder holds the adapter and the per-step metrics
+    ADAPTER = ADAPTER or str(Path(TRAIN_RUN) / "adapter")
+    TRAIN_METRICS = TRAIN_METRICS or str(Path(TRAIN_RUN) / "metrics.jsonl")
 
 out = Path(OUT_DIR)
 out.mkdir(parents=True, exist_ok=True)

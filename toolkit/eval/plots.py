@@ -26,14 +26,19 @@ ATLAS_METRICS = ("coverage", "pass@0.50", "pass@0.75", "atlas_coverage", "finish
 PUBLISHED_METRICS = ("coverage", "pass@0.50", "pass@0.75")
 BFCL_METRICS = ("accuracy", "finish_rate", "tool_failure_rate")
 # Training-curve panels: (title, candidate keys in metrics.jsonl, first match wins).
+# Training-curve panels: (title, candidate keys in metrics.jsonl, first match wins). The kit's trainer
+# logs TRL's names (reward, reward_std, frac_reward_zero_std, completions/mean_length, kl) plus the
+# loop's episode metrics (episodes/...); the other names are accepted for hand-written files.
 CURVES = (
-    ("reward (mean ± std)", ("reward_mean", "reward", "rewards/mean")),
-    ("zero-variance groups", ("zero_variance_share", "frac_reward_zero_std", "zero_std_share")),
-    ("completion length", ("completion_length", "completion_length_mean", "completions/mean_length")),
-    ("tool calls / episode", ("tool_calls", "tool_calls_per_episode", "tool_calls_mean")),
-    ("tool failure rate", ("failure_rate", "tool_failure_rate")),
-    ("finish rate", ("finish_rate",)),
+    ("reward (mean ± std)", ("reward", "reward_mean", "rewards/mean")),
+    ("zero-variance groups", ("frac_reward_zero_std", "zero_variance_share", "zero_std_share")),
+    ("completion length", ("completions/mean_length", "completion_length", "completion_length_mean")),
+    ("clipped completions", ("completions/clipped_ratio", "clipped_ratio")),
+    ("tool calls / episode", ("episodes/tool_calls_mean", "tool_calls", "tool_calls_per_episode")),
+    ("tool failure rate", ("episodes/tool_failure_rate", "tool_failure_rate", "failure_rate")),
+    ("finish rate", ("episodes/finish_rate", "finish_rate")),
     ("KL", ("kl", "kl_mean")),
+    ("loss", ("loss",)),
 )
 REWARD_STD_KEYS = ("reward_std", "rewards/std")
 COLORS = ("#7f8c8d", "#2e86de", "#e67e22", "#27ae60", "#8e44ad", "#c0392b")
@@ -246,6 +251,7 @@ def plot_training_curves(
         raise ValueError(
             f"{metrics_file}: no known training metric found (looked for {[c[1] for c in CURVES]})"
         )
+    grpo_start = next((r.get("step") for r in rows if r.get("phase") == "grpo"), None)
     cols = min(4, len(panels))
     nrows = -(-len(panels) // cols)
     fig, axes = plt.subplots(nrows, cols, figsize=(3.4 * cols, 2.8 * nrows), squeeze=False)
@@ -259,6 +265,8 @@ def plot_training_curves(
                 [r.get(std_key, np.nan) for r in rows if isinstance(r.get(key), int | float)], float
             )
             ax.fill_between(steps, vals - std, vals + std, color=COLORS[1], alpha=0.2)
+        if grpo_start is not None and steps.min() < grpo_start:  # SFT warm start, then GRPO
+            ax.axvline(grpo_start, color="k", lw=0.8, ls=":")
         ax.set_title(title, fontsize=9)
         ax.set_xlabel("step", fontsize=8)
     for ax in list(axes.flat)[len(panels) :]:
