@@ -129,3 +129,24 @@ def test_viewer_in_headless_chromium(tmp_path):
         check=True,
     )
     assert shot.exists() and Path(shot).read_bytes()[:4] == b"\x89PNG"
+
+
+def test_tool_results_are_matched_to_their_calls():
+    """A finish call between turns has no tool message: later results still get their own status."""
+    traj = Trajectory(
+        task_id="t",
+        messages=[
+            {"role": "user", "content": "q"},
+            {"role": "tool", "name": "get_a", "content": "A"},
+            {"role": "user", "content": "q2"},
+            {"role": "tool", "name": "get_b", "content": "B"},
+        ],
+        calls=[
+            CallRecord("get_a", {}, ok=True),
+            CallRecord("finish", {"answer": "x"}, ok=True),
+            CallRecord("get_b", {}, ok=False, error="tool_error: broken"),
+        ],
+    )
+    page = render_html([ViewerRun("r", [TaskResult("t", "s", "c", 0.0)], [traj])])
+    a, b = page.index("<b>get_a</b>"), page.index("<b>get_b</b>")
+    assert 'class="ok">ok' in page[a:b] and "tool_error: broken" in page[b:]

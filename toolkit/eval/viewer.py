@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from toolkit.eval.metrics import TaskResult, read_task_results
-from toolkit.records import Trajectory, read_jsonl
+from toolkit.records import FINISH_TOOL, Trajectory, read_jsonl
 
 MAX_TEXT = 4000  # characters of one message shown; longer text is cut with a visible marker
 
@@ -96,7 +96,9 @@ def _render_call(tc: dict[str, Any]) -> str:
 def _render_messages(traj: Trajectory) -> str:
     """Conversation timeline; tool results are marked ok / error from the loop's call records."""
     parts = []
-    calls = iter(traj.calls)
+    # Tool messages follow the order of the calls; the loop's own finish call has no tool message.
+    calls = [c for c in traj.calls if c.name != FINISH_TOOL]
+    pos = 0
     for msg in traj.messages:
         role = str(msg.get("role", "?"))
         text = _content(msg)
@@ -104,7 +106,11 @@ def _render_messages(traj: Trajectory) -> str:
             parts.append(f'<details class="msg system"><summary>system prompt</summary>{_e(text)}</details>')
             continue
         if role == "tool":
-            rec = next(calls, None)
+            rec = None
+            for j in range(pos, len(calls)):  # the next call with this tool's name (or the next one)
+                if not msg.get("name") or calls[j].name == msg.get("name"):
+                    rec, pos = calls[j], j + 1
+                    break
             ok = rec.ok if rec else True
             status = (
                 '<span class="ok">ok</span>'
