@@ -186,3 +186,27 @@ def test_score_cli_calibrate_with_standin(tmp_path, capsys):
     assert out["trajectories"][0]["score"] == 1.0
     assert cli.main(["score", "--reward", "rubric", "--tasks", str(tmp_path / "t.jsonl"),
                      "--trajectories", str(tmp_path / "r.jsonl"), "--calibrate"]) == 1  # fmt: skip
+
+
+def test_local_model_judge_server_path_with_fake_generator():
+    from toolkit.rewards.local_judge import LocalModelJudge
+
+    def echo_pass(messages):  # a "model" that answers every item with pass
+        user = messages[-1]["content"]
+        ids = [it["id"] for it in json.loads(user.split("RUBRIC ITEMS (JSON):\n", 1)[1])]
+        return json.dumps({"verdicts": [{"id": i, "verdict": "pass"} for i in ids]})
+
+    task = helpdesk_task()
+    with LocalModelJudge(generate=echo_pass) as server:
+        assert get_reward("rubric-judge", **server.judge_config())(task, example_gold(task)).score == 1.0
+    with LocalModelJudge(generate=lambda m: "The trajectory looks fine to me.") as server:
+        res = get_reward("rubric-judge", max_retries=1, backoff=0.0, **server.judge_config())(
+            task, example_gold(task)
+        )
+        assert res.details["ungraded"] == 6 and server.requests == 2
+    with LocalModelJudge(
+        generate=lambda m: 1 / 0
+    ) as server:  # the model crashes: HTTP 500, retried, ungraded
+        reward = get_reward("rubric-judge", max_retries=2, backoff=0.0, **server.judge_config())
+        assert reward(task, example_gold(task)).details["ungraded"] == 6 and server.requests == 3
+        assert reward.grader.stats["http_errors"] == 3

@@ -40,6 +40,7 @@ EXECUTE = True        # re-execute perturbed calls in real episodes (synthesized
 TASKS_DIR = None      # folder of tasks JSONL (default: data/tasks, else the kit's example tasks)
 ROLLOUTS = None       # a trajectories JSONL from `mcp-rl rollout` to use instead of perturbations
 JUDGE_NOISE = 0.1     # share of verdicts the stand-in judge flips (ignored with a real judge)
+LOCAL_JUDGE = None    # e.g. "smollm2-135m": serve a transformers model in-process as the judge (slow on CPU)
 SEED = 0""",
         metadata={"tags": ["parameters"]},
     ),
@@ -104,7 +105,8 @@ The LLM judge reads each rubric item's *text*; the programmatic grader runs its 
 exist, their agreement (accuracy and Cohen's kappa, overall and per rubric category) says how far the
 judge can be trusted on items that only a judge can grade. Set `MCP_RL_JUDGE_BASE_URL`,
 `MCP_RL_JUDGE_MODEL` (and the key's variable name in `MCP_RL_JUDGE_API_KEY_ENV`) to use a real judge,
-e.g. a vLLM server. **Without them this cell uses the local stand-in judge: a deterministic keyword
+e.g. a vLLM server, or set `LOCAL_JUDGE` to serve a transformers model in-process (the embedded
+SmolLM2-135M is far too small to judge: expect mostly ungraded items). **Without either this cell uses the local stand-in judge: a deterministic keyword
 heuristic behind the same HTTP API, not a language model. Its numbers exercise the machinery and say
 nothing about any real judge.**"""),
     code(
@@ -113,7 +115,7 @@ groups = study.sample_groups(tasks, golds, GROUP_SIZE, seed=SEED, execute=execut
                              min_edits=lo, max_edits=hi)
 calib_tasks = [t for t, g in groups for _ in g][: 4 * len(groups)]
 calib_trajs = [tr for _, g in groups for tr in g][: 4 * len(groups)]
-grader, label, server = study.judge_grader(noise=JUDGE_NOISE)
+grader, label, server = study.judge_grader(noise=JUDGE_NOISE, local_model=LOCAL_JUDGE)
 try:
     report = calibration_report(calib_tasks, calib_trajs, grader)
 finally:

@@ -17,6 +17,7 @@ import hashlib
 import json
 import re
 import threading
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -100,13 +101,15 @@ def grade_request(messages: list[dict[str, Any]], noise: float = 0.0) -> str:
     return json.dumps({"verdicts": verdicts})
 
 
-class StandInJudge:
-    """Context manager running the stand-in judge server in a background thread."""
+class ChatServer:
+    """A minimal OpenAI-compatible ``POST /v1/chat/completions`` server on 127.0.0.1 (a free port), run
+    in a background thread; ``respond(messages) -> reply text`` makes the reply. Use as a context
+    manager; ``judge_config()`` is the matching ``JudgeGrader`` config."""
 
-    model = MODEL_NAME
+    model = "local"
 
-    def __init__(self, noise: float = 0.0):
-        self.noise = noise
+    def __init__(self, respond: Callable[[list[dict[str, Any]]], str], model: str | None = None):
+        self.model = model or self.model
         self.requests = 0
         outer = self
 
@@ -115,25 +118,21 @@ class StandInJudge:
                 length = int(self.headers.get("Content-Length", 0))
                 try:
                     body = json.loads(self.rfile.read(length) or b"{}")
-                    content = grade_request(body.get("messages", []), outer.noise)
+                    content = respond(body.get("messages", []))
+                    message = {"role": "assistant", "content": content}
+                    choice = {"index": 0, "finish_reason": "stop", "message": message}
                     status, payload = (
                         200,
                         {
-                            "id": "standin",
+                            "id": "local",
                             "object": "chat.completion",
                             "created": 0,
-                            "model": MODEL_NAME,
-                            "choices": [
-                                {
-                                    "index": 0,
-                                    "finish_reason": "stop",
-                                    "message": {"role": "assistant", "content": content},
-                                }
-                            ],
+                            "model": outer.model,
+                            "choices": [choice],
                         },
                     )
-                except (ValueError, AttributeError) as exc:
-                    status, payload = 400, {"error": {"message": str(exc)}}
+                except Exception as exc:  # a reply the client can count, never a dead server
+                    status, payload = 500, {"error": {"message": f"{type(exc).__name__}: {exc}"}}
                 outer.requests += 1
                 data = json.dumps(payload).encode()
                 self.send_response(status)
@@ -156,10 +155,20 @@ class StandInJudge:
         """Keyword config for ``JudgeGrader`` / ``get_reward("rubric-judge", ...)``."""
         return {"base_url": self.base_url, "model": self.model, "api_key_env": None}
 
-    def __enter__(self) -> StandInJudge:
+    def __enter__(self) -> ChatServer:
         self._thread.start()
         return self
 
     def __exit__(self, *exc: Any) -> None:
         self._server.shutdown()
         self._server.server_close()
+
+
+class StandInJudge(ChatServer):
+    """The stand-in judge (heuristic, not an LLM) behind the OpenAI-compatible API."""
+
+    model = MODEL_NAME
+
+    def __init__(self, noise: float = 0.0):
+        self.noise = noise
+        super().__init__(lambda messages: grade_request(messages, self.noise))

@@ -145,10 +145,11 @@ def zero_variance_table(groups: Sequence[tuple[Task, list[Trajectory]]], rewards
     return pd.DataFrame(rows).set_index("reward")
 
 
-def judge_grader(noise: float = 0.1):
+def judge_grader(noise: float = 0.1, local_model: str | None = None, timeout: float = 600.0):
     """``(grader, label, server)``: a real judge when ``MCP_RL_JUDGE_BASE_URL`` / ``MCP_RL_JUDGE_MODEL``
-    are set (key in ``MCP_RL_JUDGE_API_KEY_ENV``'s variable, default OPENAI_API_KEY), else the local
-    STAND-IN (``toolkit.rewards.standin``, a heuristic, not a model). Close ``server`` when done."""
+    are set (key in ``MCP_RL_JUDGE_API_KEY_ENV``'s variable, default OPENAI_API_KEY); else a local
+    transformers model served in-process when ``local_model`` names one (``LocalModelJudge``); else the
+    local STAND-IN (``toolkit.rewards.standin``, a heuristic, not a model). Close ``server`` when done."""
     import logging
     import os
 
@@ -161,6 +162,15 @@ def judge_grader(noise: float = 0.1):
         key_env = os.environ.get("MCP_RL_JUDGE_API_KEY_ENV", "OPENAI_API_KEY")
         grader = JudgeGrader(api_key_env=key_env if os.environ.get(key_env) else None)
         return grader, f"LLM judge {grader.model}", None
+    if local_model:
+        from toolkit.rewards.local_judge import LocalModelJudge
+
+        server = LocalModelJudge(local_model).__enter__()
+        return (
+            JudgeGrader(timeout=timeout, **server.judge_config()),
+            f"local model {local_model} (in-process)",
+            server,
+        )
     from toolkit.rewards.standin import StandInJudge
 
     server = StandInJudge(noise=noise).__enter__()
