@@ -12,8 +12,6 @@ import json
 from functools import lru_cache
 from typing import Any
 
-import jsonschema
-
 _TRUE = {"true", "yes", "1"}
 _FALSE = {"false", "no", "0"}
 
@@ -24,6 +22,8 @@ def check_arguments(
     """Return (arguments, error message or None); with ``relaxed`` the arguments are coerced first."""
     if relaxed:
         arguments = coerce(arguments, schema)
+    import jsonschema  # here, not at the top: importing it costs seconds (its format checkers)
+
     try:
         validator = _validator(json.dumps(schema, sort_keys=True, default=str))
     except (jsonschema.SchemaError, TypeError, ValueError):
@@ -145,13 +145,15 @@ def _json_or(text: str, kind: type) -> Any:
 
 
 @lru_cache(maxsize=1024)
-def _validator(schema_json: str) -> jsonschema.protocols.Validator:
+def _validator(schema_json: str) -> Any:
+    import jsonschema
+
     schema = json.loads(schema_json)
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     cls.check_schema(schema)
     return cls(schema)
 
 
-def _describe(error: jsonschema.ValidationError) -> str:
+def _describe(error: Any) -> str:
     where = "/".join(str(p) for p in error.absolute_path)
     return f"{where}: {error.message}" if where else error.message
