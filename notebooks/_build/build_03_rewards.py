@@ -106,7 +106,7 @@ exist, their agreement (accuracy and Cohen's kappa, overall and per rubric categ
 judge can be trusted on items that only a judge can grade. Set `MCP_RL_JUDGE_BASE_URL`,
 `MCP_RL_JUDGE_MODEL` (and the key's variable name in `MCP_RL_JUDGE_API_KEY_ENV`) to use a real judge,
 e.g. a vLLM server, or set `LOCAL_JUDGE` to serve a transformers model in-process (the embedded
-SmolLM2-135M is far too small to judge: expect mostly ungraded items). **Without either this cell uses the local stand-in judge: a deterministic keyword
+SmolLM2-135M is far too small to judge: expect mostly ungraded items). **Without either, this cell uses the local stand-in judge: a deterministic keyword
 heuristic behind the same HTTP API, not a language model. Its numbers exercise the machinery and say
 nothing about any real judge.**"""),
     code(
