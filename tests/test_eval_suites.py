@@ -163,6 +163,7 @@ def test_eval_cli_is_registered():
         ["eval", "--policy", "gold", "--suite", "bfcl-base", "--out", "x", "--limit", "2"]
     )
     assert (args.policy, args.suite, args.limit, args.adapter) == ("gold", "bfcl-base", 2, None)
+    assert args.max_turns is None and args.temperature is None
     with pytest.raises(SystemExit):
         build_parser().parse_args(["eval", "--policy", "gold", "--suite", "bogus", "--out", "x"])
 

@@ -28,6 +28,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--tasks", default=None, help="kit-eval only: another tasks JSONL instead of data/tasks/eval.jsonl"
     )
     p.add_argument("--label", default=None, help="name of the run in plots and the viewer")
+    p.add_argument(
+        "--max-turns", type=int, default=None, help="model generations per user turn (loop default 8)"
+    )
+    p.add_argument(
+        "--max-new-tokens", type=int, default=None, help="tokens per generation (loop default 256)"
+    )
+    p.add_argument(
+        "--temperature", type=float, default=None, help="sampling temperature (eval default 0: greedy)"
+    )
     p.add_argument("--json", action="store_true", help="print the aggregate metrics as JSON")
     p.set_defaults(func=_eval)
 
@@ -51,6 +60,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _eval(args: argparse.Namespace) -> int:
     from toolkit.eval.suites import run_eval
 
+    loop = {
+        k: v
+        for k, v in {
+            "max_turns": args.max_turns,
+            "max_new_tokens": args.max_new_tokens,
+            "temperature": args.temperature,
+        }.items()
+        if v is not None
+    }
     summary = run_eval(
         args.policy,
         args.suite,
@@ -60,6 +78,7 @@ def _eval(args: argparse.Namespace) -> int:
         seed=args.seed,
         tasks_file=args.tasks,
         label=args.label,
+        loop_config=loop or None,
     )
     metrics = summary["aggregate"]["metrics"]
     if args.json:
