@@ -157,3 +157,26 @@ def test_report_tables(tmp_path):
     ref = report.reference_table().set_index("metric")
     assert ref.loc["coverage", "relative_%"] == pytest.approx(29.4)  # Scale reports "+29%"
     assert ref.loc["pass@0.75", "delta_points"] == pytest.approx(9.6)
+
+
+def test_bfcl_overall_over_several_suites(tmp_path):
+    from toolkit.eval import report
+    from toolkit.eval.metrics import TaskResult
+
+    dirs = []
+    for suite, cat, verdicts in (
+        ("bfcl-base", "multi_turn_base", [1, 1, 0, 1]),
+        ("bfcl-miss-func", "multi_turn_miss_func", [0, 0]),
+    ):
+        res = [
+            TaskResult(f"{cat}_{i}", suite, cat, float(v), correct=bool(v)) for i, v in enumerate(verdicts)
+        ]
+        d = tmp_path / suite
+        d.mkdir()
+        (d / "results.jsonl").write_text("".join(json.dumps(r.to_dict()) + "\n" for r in res))
+        (d / "results.json").write_text(json.dumps({"suite": suite, "aggregate": aggregate(res, n_boot=50)}))
+        dirs.append(d)
+    table = report.combined_table(dirs).set_index("metric")
+    assert table.loc["accuracy", "value"] == pytest.approx(3 / 6)
+    assert table.loc["accuracy/multi_turn_base", "value"] == pytest.approx(3 / 4)
+    assert table.loc["accuracy/multi_turn_miss_func", "value"] == 0.0

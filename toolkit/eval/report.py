@@ -108,3 +108,18 @@ def reference_table(reference: str | Path = REFERENCE_FILE) -> pd.DataFrame:
             }
         )
     return pd.DataFrame(rows)
+
+
+def combined_table(runs: list[Run | str | Path], seed: int = 0) -> pd.DataFrame:
+    """Metrics over the tasks of several runs pooled together, e.g. the four BFCL suites of one model:
+    ``accuracy`` is then BFCL multi-turn overall (over all tasks) and ``accuracy/<category>`` per category."""
+    from toolkit.eval.metrics import summarize
+
+    tasks = [t for r in map(_run, runs) for t in r.tasks]
+    ests = summarize(tasks, seed=seed)
+    return pd.DataFrame(
+        [
+            {"metric": k, "value": e.value, "ci_low": e.ci_low, "ci_high": e.ci_high, "n": e.n}
+            for k, e in ests.items()
+        ]
+    )
