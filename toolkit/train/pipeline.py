@@ -37,7 +37,15 @@ def set_threads(threads: int | None) -> None:
         torch.set_num_threads(n)
 
 
+def is_main_process() -> bool:
+    """Rank 0 under ``accelerate launch`` / torchrun (read from the environment: the process group
+    does not exist yet when the run starts)."""
+    return int(os.environ.get("RANK", "0")) == 0
+
+
 def _log(msg: str) -> None:
+    if not is_main_process():
+        return
     print(f"[mcp-rl train {time.strftime('%H:%M:%S')}] {msg}", flush=True)
 
 
@@ -146,10 +154,13 @@ def run_recipe(
     from toolkit.train.device import describe, detect_backend
 
     out = Path(out_dir)
-    if out.exists() and any(out.iterdir()) and not resume and (out / "recipe.json").exists():
-        raise FileExistsError(f"{out} holds a run already: pass --resume to continue it, or another --out")
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "recipe.json").write_text(json.dumps(recipe.to_dict(), indent=1, sort_keys=True) + "\n")
+    if is_main_process():
+        if not resume and (out / "recipe.json").exists():
+            raise FileExistsError(
+                f"{out} holds a run already: pass --resume to continue it, or another --out"
+            )
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "recipe.json").write_text(json.dumps(recipe.to_dict(), indent=1, sort_keys=True) + "\n")
     chosen = detect_backend(backend or recipe.backend)
     _log(f"recipe {recipe.name}: model {recipe.model}, backend {chosen} ({describe()})")
     if chosen == "gpu":
@@ -171,6 +182,7 @@ def _run_cpu(recipe: Recipe, out: Path, *, resume: bool, evaluate: bool, merge: 
     train_file, eval_file = resolve_task_files(recipe, out)
     tasks = load_train_tasks(recipe, train_file)
     eval_tasks: list[Task] = []
+    evaluate = evaluate and is_main_process()  # one process evaluates; the others only train
     if evaluate:
         if eval_file is None:
             raise FileNotFoundError("--evaluate needs eval tasks (the recipe's eval_tasks file)")
@@ -271,7 +283,8 @@ def _run_cpu(recipe: Recipe, out: Path, *, resume: bool, evaluate: bool, merge: 
                 f"{'zero is outside the interval' if primary['outside_ci'] else 'zero is INSIDE the interval'})"
             )
     summary["timings_s"] = {k: round(v, 1) for k, v in timings.items()}
-    (out / "summary.json").write_text(json.dumps(summary, indent=1, sort_keys=True) + "\n")
+    if is_main_process():
+        (out / "summary.json").write_text(json.dumps(summary, indent=1, sort_keys=True) + "\n")
     return summary
 
 

@@ -23,10 +23,17 @@ from toolkit.records import Task, Trajectory
 def gold_trajectories(
     tasks: Sequence[Task], loop_config: Any, *, open_episode: Any = None
 ) -> list[Trajectory]:
-    """Replay every task's gold calls through the agent loop; keep episodes that ended cleanly."""
+    """Replay every task's gold calls through the agent loop; keep episodes that ended cleanly.
+
+    The replay gets enough turns for the longest gold chain plus the finish call, whatever the
+    training budget says (the other budgets, truncation and system prompt stay the loop's)."""
+    import dataclasses
+
     from toolkit.agent.loop import rollout
     from toolkit.agent.policies import GoldPolicy
 
+    longest = max((len(t.gold) for t in tasks), default=0)
+    loop_config = dataclasses.replace(loop_config, max_turns=max(loop_config.max_turns, longest + 1))
     trajs = rollout(list(tasks), GoldPolicy(), loop_config, open_episode=open_episode)
     return [t for t in trajs if t.stop_reason in ("finish", "no_tool_call") and all(c.ok for c in t.calls)]
 

@@ -1,0 +1,164 @@
+"""GRPO and SFT end to end on the tiny random model (CPU), resume, and the 2-process gloo path."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+TASKS = Path(__file__).parent / "data" / "train_tasks.jsonl"
+SMALL = {
+    "model": "tiny-random",
+    "reward": "rubric",
+    "tasks": str(TASKS),
+    "lora": {"r": 4, "lora_alpha": 8, "target_modules": "all-linear"},
+    "rollout": {"max_turns": 1, "max_new_tokens": 6, "max_context_tokens": 1024, "temperature": 1.0},
+    "grpo": {
+        "num_generations": 2,
+        "per_device_train_batch_size": 2,
+        "max_steps": 2,
+        "learning_rate": 1e-3,
+        "save_steps": 1,
+        "beta": 0.01,
+        "sync_ref_model": True,
+        "ref_model_sync_steps": 1,
+    },
+    "sft": {"max_examples": 2, "max_steps": 1, "per_device_train_batch_size": 2, "learning_rate": 1e-3},
+}
+
+
+@pytest.fixture(autouse=True)
+def one_thread(monkeypatch):
+    import torch
+
+    monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # the CI machine is shared; oversubscribed threads are far slower
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.mark.integration
+def test_recipe_runs_sft_then_grpo_masks_tools_and_resumes(tmp_path):
+    from toolkit.train.config import recipe_from_dict
+    from toolkit.train.pipeline import run_recipe
+
+    out = tmp_path / "run"
+    summary = run_recipe(recipe_from_dict(SMALL, "small"), out)
+    assert summary["grpo_steps"] == 2
+    assert (out / "sft" / "adapter" / "adapter_config.json").exists()
+    assert (out / "adapter" / "adapter_config.json").exists()
+    assert (out / "grpo" / "checkpoint-2").is_dir()
+    records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    grpo = [r for r in records if r["phase"] == "grpo" and "reward" in r]
+    assert [r["step"] for r in grpo] == [2, 3]  # after the one SFT step
+    for key in (
+        "reward_std",
+        "frac_reward_zero_std",
+        "completions/clipped_ratio",
+        "kl",
+        "episodes/tool_calls_mean",
+    ):
+        assert key in grpo[0], key
+    # a run folder is never overwritten by accident; --resume with everything done is a no-op
+    with pytest.raises(FileExistsError):
+        run_recipe(recipe_from_dict(SMALL, "small"), out)
+    # resume after a "kill": drop the final adapter and continue from the last checkpoint
+    import shutil
+
+    shutil.rmtree(out / "adapter")
+    more = dict(SMALL, grpo=dict(SMALL["grpo"], max_steps=3))
+    summary = run_recipe(recipe_from_dict(more, "small"), out, resume=True)
+    assert summary["grpo_steps"] == 3
+
+
+@pytest.mark.integration
+def test_rollout_func_returns_env_mask_and_trajectories():
+    """The rollout output TRL receives: tool-output tokens are masked, one sample per prompt."""
+    from toolkit.agent.loop import RolloutConfig
+    from toolkit.records import Task, read_jsonl
+    from toolkit.train.models import load_policy
+    from toolkit.train.rollout import make_rollout_func
+
+    model, tok = load_policy("tiny-random")
+    tasks = read_jsonl(TASKS, Task)[:2]
+
+    class FakeTrainer:  # what the rollout function reads from the trainer
+        processing_class = tok
+        _kit_rows = [{"task": json.dumps(t.to_dict())} for t in tasks for _ in range(2)]
+
+        def __init__(self):
+            self.model = model
+            self.logged = {}
+
+        class accelerator:  # noqa: N801
+            @staticmethod
+            def unwrap_model(m):
+                return m
+
+        def _log_metric(self, name, value):
+            self.logged[name] = value
+
+    from toolkit.agent.policies import Generation
+
+    class ScriptedPolicy:  # a tool call, then the finish call: exercises the env-token mask
+        name, tokenizer = "scripted", tok
+
+        async def generate(self, requests):
+            out = []
+            for r in requests:
+                text = (
+                    '<tool_call>\n{"name": "percent_of", "arguments": {"percent": 10, "value": 50}}\n</tool_call>'
+                    if r.step == 0
+                    else '<tool_call>\n{"name": "finish", "arguments": {"answer": "5"}}\n</tool_call>'
+                )
+                ids = tok(text, add_special_tokens=False)["input_ids"] + [tok.eos_token_id]
+                out.append(Generation(token_ids=ids, logprobs=[-1.0] * len(ids)))
+            return out
+
+    trainer = FakeTrainer()
+    rollout_func = make_rollout_func(RolloutConfig(max_turns=3), lambda _: ScriptedPolicy())
+    out = rollout_func(["p"] * 4, trainer)
+    assert {"prompt_ids", "completion_ids", "logprobs", "env_mask", "trajectory"} <= set(out)
+    assert len(out["completion_ids"]) == 4
+    ids, mask = out["completion_ids"][0], out["env_mask"][0]
+    assert len(ids) == len(mask) == len(out["logprobs"][0]) and ids[-1] == tok.eos_token_id
+    text_env = tok.decode([i for i, m in zip(ids, mask, strict=True) if not m])
+    assert "<tool_response>" in text_env and '"result": 5.0' in text_env
+    assert "<tool_response>" not in tok.decode([i for i, m in zip(ids, mask, strict=True) if m])
+    assert out["trajectory"][0]["stop_reason"] == "finish"
+    assert trainer.logged["episodes/tool_calls_mean"] == 1.0 and trainer.logged["episodes/finish_rate"] == 1.0
+
+
+DIST_SCRIPT = """
+import json, sys
+from toolkit.train.config import recipe_from_dict
+from toolkit.train.pipeline import run_recipe
+from accelerate import PartialState
+recipe = recipe_from_dict(json.loads(sys.argv[1]), "dist")
+summary = run_recipe(recipe, sys.argv[2])
+state = PartialState()  # the process group the trainer ran in
+print("WORLD", state.num_processes, state.backend, state.distributed_type, flush=True)
+"""
+
+
+@pytest.mark.integration
+def test_two_cpu_processes_with_gloo(tmp_path):
+    """torchrun with 2 CPU processes: accelerate sees WORLD_SIZE=2 without a GPU and runs DDP over gloo
+    (``accelerate launch --cpu`` starts a single process unless MPI is set up); one GRPO step."""
+    script = tmp_path / "dist_grpo.py"
+    script.write_text(DIST_SCRIPT)
+    recipe = dict(SMALL, sft=None, grpo=dict(SMALL["grpo"], max_steps=1, beta=0.0, sync_ref_model=False))
+    env = dict(os.environ, OMP_NUM_THREADS="1", TRL_EXPERIMENTAL_SILENCE="1", TOKENIZERS_PARALLELISM="false")
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29517"]
+    cmd += [str(script), json.dumps(recipe), str(tmp_path / "run")]
+    proc = subprocess.run(
+        cmd, capture_output=True, text=True, env=env, timeout=600, cwd=Path(__file__).parent.parent
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert proc.stdout.count("WORLD 2 gloo DistributedType.MULTI_CPU") == 2, proc.stdout[-2000:]
+    assert (tmp_path / "run" / "adapter" / "adapter_config.json").exists()
