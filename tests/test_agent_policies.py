@@ -120,3 +120,57 @@ def test_importing_the_agent_never_imports_gpu_packages_or_torch():
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_openai_policy_against_a_local_http_server():
+    """The real ``openai`` client against a minimal OpenAI-compatible server (stdlib http.server)."""
+    import json
+    import threading
+    from http.server import BaseHTTPRequestHandler, HTTPServer
+
+    received = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802 (http.server's naming)
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            received.append((self.path, body))
+            if len(received) == 1:
+                call = {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "add", "arguments": '{"a": 2, "b": 3}'},
+                }
+                message = {"role": "assistant", "content": None, "tool_calls": [call]}
+                finish = "tool_calls"
+            else:
+                message, finish = {"role": "assistant", "content": "It is 5."}, "stop"
+            reply = {
+                "id": "x",
+                "object": "chat.completion",
+                "created": 0,
+                "model": body["model"],
+                "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+            }
+            data = json.dumps(reply).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args):
+            pass
+
+    server = HTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        policy = make_policy(f"openai:served-model@http://127.0.0.1:{server.server_port}/v1")
+        (traj,) = rollout([task()], policy, RolloutConfig(temperature=0.0), open_episode=fake_opener())
+    finally:
+        server.shutdown()
+    assert traj.final_answer == "It is 5." and traj.calls[0].ok and traj.calls[0].result == "5"
+    path, second = received[1]
+    assert path == "/v1/chat/completions" and second["model"] == "served-model"
+    assert [m["role"] for m in second["messages"]] == ["system", "user", "assistant", "tool"]
+    assert second["messages"][3]["tool_call_id"] == second["messages"][2]["tool_calls"][0]["id"]
+    assert {t["function"]["name"] for t in second["tools"]} == {"add", "save_note", "finish"}
