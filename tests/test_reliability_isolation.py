@@ -28,7 +28,7 @@ fi = _load_bench()
 
 @pytest.mark.integration
 def test_256_concurrent_episodes_equal_their_sequential_replays():
-    r = fi.run(n_episodes=256, calls=6, per_turn=3, seed=1)
+    r = fi.run(n_episodes=256, calls=4, per_turn=4, seed=1)
     assert r["leaks"] == []
     assert r["base_world_intact"]
     assert r["stop_reasons"] == ["finish"]
