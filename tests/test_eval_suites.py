@@ -267,7 +267,7 @@ def test_model_policy_with_adapter_runs_and_records_its_config(tmp_path):
 
     summary = suites.run_eval(
         "tiny-random",
-        "bfcl-base",
+        "kit-eval",
         tmp_path / "out",
         adapter=str(adapter),
         limit=1,
@@ -280,6 +280,19 @@ def test_model_policy_with_adapter_runs_and_records_its_config(tmp_path):
     assert cfg["loop_config"]["temperature"] == 0.0 and cfg["loop_config"]["max_new_tokens"] == 8
     assert summary["label"] == "tiny-random+adapter"
     (result,) = read_task_results(tmp_path / "out" / "results.jsonl")
-    assert result.error is None and result.correct in (True, False)
+    assert result.error is None and 0.0 <= result.score <= 1.0 and result.rubric
     (traj,) = read_jsonl(tmp_path / "out" / "trajectories.jsonl", Trajectory)
     assert traj.metadata["policy"].startswith("tiny-random") and traj.stop_reason in STOP_REASONS
+    assert traj.completion_ids  # the model generated
+
+
+def test_loop_settings_layering():
+    _needs_agent_loop()
+    bfcl, kit = suites.get_suite("bfcl-base"), suites.get_suite("kit-eval")
+    assert (
+        suites.loop_settings(None, 3, bfcl)["max_context_tokens"] == 8192
+    )  # BFCL prompts reach ~4.2k tokens
+    assert suites.loop_settings(None, 3, kit)["max_context_tokens"] == 4096
+    s = suites.loop_settings({"max_context_tokens": 5000, "temperature": 0.7}, 3, bfcl)
+    assert (s["max_context_tokens"], s["temperature"], s["seed"]) == (5000, 0.7, 3)
+    assert suites.loop_settings(None, 0)["temperature"] == 0.0  # greedy unless asked

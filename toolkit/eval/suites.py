@@ -48,6 +48,9 @@ class Suite:
     # BFCL: which split of the kit's 50/50 split (toolkit.synth.bfcl_tasks.split_of) to evaluate on;
     # "eval" keeps scenarios that training never sees, None runs the whole category.
     split: str | None = "eval"
+    # Agent-loop settings this suite needs (under the caller's): BFCL prompts carry every function doc
+    # of their classes and reach ~4.2k tokens before the first turn, over the loop's 4096 default.
+    loop_defaults: tuple[tuple[str, Any], ...] = ()
 
     def load_tasks(self, limit: int | None = None, tasks_file: str | Path | None = None) -> list[Task]:
         """The suite's tasks, the first ``limit`` of them (the order is the file's, so deterministic)."""
@@ -62,20 +65,23 @@ class Suite:
         return tasks[:limit] if limit is not None else tasks
 
 
+BFCL_LOOP_DEFAULTS = (("max_context_tokens", 8192),)  # SmolLM2 and Qwen2.5 take 8k+ contexts
+
+BFCL_LOOP_DEFAULTS = (("max_context_tokens", 8192),)  # SmolLM2 and Qwen2.5 take 8k+ contexts
+
 SUITES: dict[str, Suite] = {
     "kit-eval": Suite(
         "kit-eval", "held-out synthesized tasks; rubric + MCP-Atlas claim scoring", ("rubric", "atlas")
     ),
-    "bfcl-base": Suite("bfcl-base", "BFCL v4 multi_turn_base", ("bfcl",), "multi_turn_base"),
-    "bfcl-miss-func": Suite(
-        "bfcl-miss-func", "BFCL v4 multi_turn_miss_func", ("bfcl",), "multi_turn_miss_func"
-    ),
-    "bfcl-miss-param": Suite(
-        "bfcl-miss-param", "BFCL v4 multi_turn_miss_param", ("bfcl",), "multi_turn_miss_param"
-    ),
-    "bfcl-long-context": Suite(
-        "bfcl-long-context", "BFCL v4 multi_turn_long_context", ("bfcl",), "multi_turn_long_context"
-    ),
+    **{
+        name: Suite(name, f"BFCL v4 {category}", ("bfcl",), category, loop_defaults=BFCL_LOOP_DEFAULTS)
+        for name, category in (
+            ("bfcl-base", "multi_turn_base"),
+            ("bfcl-miss-func", "multi_turn_miss_func"),
+            ("bfcl-miss-param", "multi_turn_miss_param"),
+            ("bfcl-long-context", "multi_turn_long_context"),
+        )
+    },
 }
 
 
@@ -161,24 +167,34 @@ EVAL_LOOP_DEFAULTS: dict[str, Any] = {"temperature": 0.0}
 SMOKE_LOOP_CONFIG: dict[str, Any] = {"max_turns": 2, "max_new_tokens": 48}
 
 
-def loop_settings(loop_config: dict[str, Any] | None, seed: int) -> dict[str, Any]:
-    """The agent-loop settings an eval run uses (``RolloutConfig`` fields), as recorded in results.json."""
+def loop_settings(
+    loop_config: dict[str, Any] | None, seed: int, suite: Suite | None = None
+) -> dict[str, Any]:
+    """The agent-loop settings an eval run uses (``RolloutConfig`` fields), as recorded in results.json:
+    the loop's defaults, then greedy decoding, the suite's needs, the seed, and ``loop_config`` last."""
     from dataclasses import asdict
 
     from toolkit.agent.loop import RolloutConfig
 
-    return asdict(RolloutConfig(**{**EVAL_LOOP_DEFAULTS, "seed": seed, **(loop_config or {})}))
+    suite_defaults = dict(suite.loop_defaults) if suite else {}
+    return asdict(
+        RolloutConfig(**{**EVAL_LOOP_DEFAULTS, **suite_defaults, "seed": seed, **(loop_config or {})})
+    )
 
 
 def default_rollout(
-    policy_spec: str, adapter: str | None = None, seed: int = 0, **loop_config: Any
+    policy_spec: str,
+    adapter: str | None = None,
+    seed: int = 0,
+    suite: Suite | None = None,
+    **loop_config: Any,
 ) -> Rollout:
     """Rollout through the kit's agent loop with ``make_policy(policy_spec)`` (``gold`` or a model);
     ``loop_config`` holds ``toolkit.agent.loop.RolloutConfig`` fields (iteration cap, token budgets...)."""
     from toolkit.agent.loop import RolloutConfig, rollout
     from toolkit.agent.policies import make_policy
 
-    config = RolloutConfig(**loop_settings(loop_config, seed))
+    config = RolloutConfig(**loop_settings(loop_config, seed, suite))
     policy = make_policy(policy_spec, adapter=adapter)
 
     def run(tasks: list[Task]) -> list[Trajectory]:
@@ -239,7 +255,7 @@ def run_eval(
 
     started = time.time()
     rollout_given = rollout is not None
-    rollout = rollout or default_rollout(policy_spec, adapter, seed, **(loop_config or {}))
+    rollout = rollout or default_rollout(policy_spec, adapter, seed, spec, **(loop_config or {}))
     trajs = rollout(task_list)
     if len(trajs) != len(task_list):
         raise RuntimeError(f"rollout returned {len(trajs)} trajectories for {len(task_list)} tasks")
@@ -269,7 +285,9 @@ def run_eval(
             "tasks_file": str(tasks_file)
             if tasks_file
             else (None if spec.bfcl_category else str(KIT_EVAL_TASKS)),
-            "loop_config": loop_settings(loop_config, seed) if not rollout_given else (loop_config or {}),
+            "loop_config": loop_settings(loop_config, seed, spec)
+            if not rollout_given
+            else (loop_config or {}),
             "versions": package_versions(),
             "python": platform.python_version(),
             "platform": platform.platform(),
