@@ -310,7 +310,7 @@ def contract_violations(traj: Trajectory) -> list[str]:
 def parse_all(completions: list[str]) -> dict[str, Any]:
     """Every completion through the parser alone."""
     crashes: list[str] = []
-    calls = errors = 0
+    calls = errors = silent = 0
     for text in completions:
         try:
             turn = parse_turn(text)
@@ -319,10 +319,26 @@ def parse_all(completions: list[str]) -> dict[str, Any]:
             continue
         calls += len(turn.calls)
         errors += sum(c.error is not None for c in turn.calls)
+        silent += not turn.calls and looks_like_a_call(text)
         for c in turn.calls:
             if c.error is None and not isinstance(c.arguments, dict):
                 crashes.append(f"call without error has arguments {type(c.arguments).__name__}")
-    return {"completions": len(completions), "crashes": crashes, "calls": calls, "parse_errors": errors}
+    return {
+        "completions": len(completions),
+        "crashes": crashes,
+        "calls": calls,
+        "parse_errors": errors,
+        "silent_call_attempts": silent,
+    }
+
+
+CALL_MARKERS = ("tool_call", "TOOL_CALLS", "<function=", "<|python_tag|>")
+
+
+def looks_like_a_call(text: str) -> bool:
+    """A completion that tried to call a tool in some format (it is then treated as a final answer,
+    and the model is not told the call was not recognised)."""
+    return any(m in text for m in CALL_MARKERS) or ('"name"' in text and '"arguments"' in text)
 
 
 def loop_all(
