@@ -8,20 +8,6 @@ md = nbf.v4.new_markdown_cell
 code = nbf.v4.new_code_cell
 cells = []
 cells.append(
-    md(
-        """With more than one BFCL suite, BFCL multi-turn **overall** accuracy pools the tasks of all
-categories (each category's accuracy is listed beside it)."""
-    )
-)
-cells.append(
-    code(
-        """bfcl = [s for s in runs if s.startswith("bfcl-")]
-if len(bfcl) > 1:
-    for side in ("before", "after"):
-        display(report.combined_table([runs[s][side] for s in bfcl]).assign(run=side))"""
-    )
-)
-cells.append(
     md("""# 05 · Results: before vs after training, with confidence intervals
 
 This notebook evaluates a policy **before** and **after** training on the kit's suites, the way the
@@ -126,6 +112,20 @@ cells.append(
     code("""import pandas as pd
 
 pd.concat([report.paired_table(r["before"], r["after"]) for r in runs.values()], ignore_index=True)""")
+)
+cells.append(
+    md(
+        """With more than one BFCL suite, BFCL multi-turn **overall** accuracy pools the tasks of all
+categories (each category's accuracy is listed beside it)."""
+    )
+)
+cells.append(
+    code(
+        """bfcl = [s for s in runs if s.startswith("bfcl-")]
+if len(bfcl) > 1:
+    for side in ("before", "after"):
+        display(report.combined_table([runs[s][side] for s in bfcl]).assign(run=side))"""
+    )
 )
 cells.append(
     md("""## Figures
