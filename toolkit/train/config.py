@@ -231,3 +231,36 @@ def build_sft_config(
         return SFTConfig(**kwargs)
     except TypeError as exc:
         raise RecipeError(f"recipe {recipe.name!r}: bad sft section: {exc}") from exc
+
+
+# Knobs shown side by side in notebook 04 (recipe section, key, label).
+TABLE_KEYS = (
+    ("", "model", "model"),
+    ("", "reward", "reward"),
+    ("lora", "r", "LoRA rank"),
+    ("grpo", "beta", "KL beta"),
+    ("grpo", "sync_ref_model", "ref refresh"),
+    ("grpo", "ref_model_sync_steps", "ref refresh every"),
+    ("grpo", "num_iterations", "mu (updates per batch)"),
+    ("grpo", "mask_truncated_completions", "overlong filtering"),
+    ("grpo", "learning_rate", "learning rate"),
+    ("grpo", "lr_scheduler_type", "schedule"),
+    ("grpo", "warmup_steps", "warmup steps"),
+    ("grpo", "max_grad_norm", "max grad norm"),
+    ("grpo", "num_generations", "group size"),
+    ("grpo", "per_device_train_batch_size", "completions / device step"),
+    ("rollout", "max_turns", "turn cap"),
+    ("rollout", "max_tool_output_tokens", "tool output cap (tokens)"),
+)
+
+
+def recipe_table(names: list[str] | None = None) -> dict[str, dict[str, Any]]:
+    """``{label: {recipe: value}}`` for the knobs that differ between the write-ups (for a DataFrame)."""
+    recipes = [load_recipe(n) for n in (names or list_recipes())]
+    table: dict[str, dict[str, Any]] = {}
+    for section, key, label in TABLE_KEYS:
+        table[label] = {
+            r.name: ((getattr(r, section) or {}) if section else r.to_dict()).get(key, "-") for r in recipes
+        }
+    table["SFT warm start"] = {r.name: "yes" if r.sft else "no" for r in recipes}
+    return table

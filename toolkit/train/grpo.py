@@ -9,6 +9,7 @@ metrics file and the LoRA reference refresh (``toolkit.train.callbacks``).
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -74,6 +75,8 @@ def build_grpo_trainer(
     rollout_func = make_rollout_func(
         loop_config, policy_factory or transformers_policy, open_episode=open_episode
     )
+    # rollout_func is marked experimental in TRL 1.16; the kit pins that version, so say it once here.
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     trainer_cls = kit_grpo_trainer_class()
     trainer = trainer_cls(
         model=model,

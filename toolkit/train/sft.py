@@ -109,3 +109,16 @@ def run_sft(
     )
     trainer.train()
     return trainer
+
+
+def masked_preview(row: dict, tokenizer: Any, marker: tuple[str, str] = ("[[", "]]")) -> str:
+    """The example's text with the trained (assistant) spans wrapped in ``marker``: what SFT learns."""
+    out, span, inside = [], [], False
+    for token, m in zip(row["input_ids"], row["assistant_masks"], strict=True):
+        if bool(m) != inside:
+            out.append(tokenizer.decode(span))
+            out.append(marker[0] if m else marker[1])
+            span, inside = [], bool(m)
+        span.append(token)
+    out.append(tokenizer.decode(span) + (marker[1] if inside else ""))
+    return "".join(out)
