@@ -139,3 +139,27 @@ def test_cli_overrides():
     assert o["grpo.max_steps"] == 3 and o["grpo.beta"] == 0.01 and o["lora.r"] == 8
     with pytest.raises(ValueError, match="KEY=VALUE"):
         parse_overrides(parser.parse_args(["train", "--out", "x", "--set", "nonsense"]))
+
+
+def test_gpu_path_configs_follow_unsloth_and_fail_clearly_on_cpu(tmp_path):
+    from toolkit.train import unsloth_backend as ub
+    from toolkit.train.device import BackendUnavailable, DeviceInfo, detect_backend
+    from toolkit.train.pipeline import run_recipe
+
+    scale = cfg.load_recipe("scale")
+    load = ub.unsloth_load_kwargs(scale)
+    assert load["fast_inference"] is True and load["max_lora_rank"] == 32 and load["max_seq_length"] == 6144
+    lora = ub.unsloth_lora_kwargs(scale)
+    assert (
+        lora["r"] == 32
+        and lora["use_gradient_checkpointing"] == "unsloth"
+        and "q_proj" in lora["target_modules"]
+    )
+    assert ub.gpu_grpo_overrides()["use_vllm"] is True
+    # the grpo kwargs plus the GPU overrides are a valid GRPOConfig argument set (vLLM colocate)
+    kwargs = cfg.grpo_kwargs(scale, tmp_path, use_cpu=False) | ub.gpu_grpo_overrides()
+    assert kwargs["vllm_mode"] == "colocate" and kwargs["bf16"] is True
+    on_cpu = DeviceInfo(cuda=False, gpu_name=None, missing_gpu_packages=("unsloth", "vllm"))
+    assert detect_backend("auto", on_cpu) == "cpu"
+    with pytest.raises(BackendUnavailable):
+        run_recipe(scale, tmp_path / "run", backend="gpu")

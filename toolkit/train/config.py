@@ -222,6 +222,8 @@ def build_sft_config(
     if recipe.sft is None:
         raise RecipeError(f"recipe {recipe.name!r} has no sft section (no warm start)")
     kwargs = {"seed": recipe.seed, "report_to": report_to, "logging_steps": 1, "save_strategy": "no"}
+    if recipe.sft.get("save_steps"):  # checkpoints let a killed warm start resume
+        kwargs["save_strategy"] = "steps"
     kwargs.update({k: v for k, v in recipe.sft.items() if k not in SFT_KIT_KEYS})
     kwargs["output_dir"] = str(output_dir)
     kwargs["assistant_only_loss"] = False  # masks come with the rows (see above)

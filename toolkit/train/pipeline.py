@@ -204,6 +204,7 @@ def _run_cpu(recipe: Recipe, out: Path, *, resume: bool, evaluate: bool, merge: 
         rows = sft_rows(gold, tokenizer, max_length=recipe.sft.get("max_length"))
         _log(f"SFT warm start on {len(rows)} gold trajectories (of {n_examples} tasks)")
         sft_config = cfg.build_sft_config(recipe, out / "sft", use_cpu=True, report_to=report_to)
+        checkpoint = last_checkpoint(out / "sft") if resume else None  # SFT saves with sft.save_steps
         trainer = run_sft(
             model,
             tokenizer,
@@ -211,6 +212,7 @@ def _run_cpu(recipe: Recipe, out: Path, *, resume: bool, evaluate: bool, merge: 
             sft_config,
             cfg.build_lora_config(recipe),
             [MetricsJsonlCallback(metrics_path, "sft")],
+            resume_from_checkpoint=checkpoint,
         )
         trainer.save_model(str(sft_adapter))
         sft_steps = trainer.state.global_step

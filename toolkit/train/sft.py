@@ -92,6 +92,7 @@ def run_sft(
     sft_config: Any,
     lora_config: Any = None,
     callbacks: list[Any] | None = None,
+    resume_from_checkpoint: str | None = None,
 ) -> Any:
     """Train with TRL's SFTTrainer on tokenized rows; returns the trainer (its model has the adapter)."""
     from datasets import Dataset
@@ -107,7 +108,7 @@ def run_sft(
         peft_config=lora_config,
         callbacks=callbacks,
     )
-    trainer.train()
+    trainer.train(resume_from_checkpoint=resume_from_checkpoint)
     return trainer
 
 
