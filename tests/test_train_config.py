@@ -163,3 +163,23 @@ def test_gpu_path_configs_follow_unsloth_and_fail_clearly_on_cpu(tmp_path):
     assert detect_backend("auto", on_cpu) == "cpu"
     with pytest.raises(BackendUnavailable):
         run_recipe(scale, tmp_path / "run", backend="gpu")
+
+
+def test_metrics_file_drops_steps_after_the_resumed_checkpoint(tmp_path):
+    from types import SimpleNamespace
+
+    from toolkit.train.callbacks import MetricsJsonlCallback
+
+    path = tmp_path / "metrics.jsonl"
+    cb = MetricsJsonlCallback(path, "grpo", step_offset=10)
+    for step in (1, 2, 3):
+        cb.on_log(
+            None,
+            SimpleNamespace(is_world_process_zero=True, global_step=step),
+            None,
+            logs={"reward": 0.1 * step},
+        )
+    resumed = MetricsJsonlCallback(path, "grpo", step_offset=10)
+    resumed.on_train_begin(None, SimpleNamespace(is_world_process_zero=True, global_step=2), None)
+    rows = [json.loads(x) for x in path.read_text().splitlines()]
+    assert [r["step"] for r in rows] == [11, 12] and rows[0]["phase"] == "grpo" and rows[1]["reward"] == 0.2
