@@ -18,9 +18,14 @@ from toolkit.records import Task
 
 
 def first_turn_only(task: Task) -> Task:
-    """The task cut to its first user turn (Bespoke Labs trained on the first query of each example)."""
+    """The task cut to its first user turn (Bespoke Labs trained on the first query of each example).
+    BFCL tasks use their loader's version, which also cuts the checker's ground truth."""
     if not task.followups:
         return task
+    if "bfcl" in task.metadata:
+        from toolkit.synth.bfcl_tasks import first_turn_only as bfcl_first_turn_only
+
+        return bfcl_first_turn_only(task)
     gold = [g for g in task.gold if g.turn == 0]
     return dataclasses.replace(task, followups=[], gold=gold)
 

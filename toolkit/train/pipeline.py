@@ -68,9 +68,15 @@ def synthesize_tasks(settings: dict[str, Any], out_dir: Path) -> tuple[Path, Pat
     return out_dir / "train.jsonl", out_dir / "eval.jsonl"
 
 
-def resolve_task_files(recipe: Recipe, out: Path) -> tuple[Path, Path | None]:
-    """The recipe's task files; when they are missing and the recipe has a ``synth`` section, the
-    tasks are generated once into ``out/tasks``."""
+BFCL_PREFIX = "bfcl:"  # e.g. tasks: "bfcl:multi_turn_base" (BFCL's held-out split is the eval split)
+
+
+def resolve_task_files(recipe: Recipe, out: Path) -> tuple[str | Path, str | Path | None]:
+    """Where the train and eval tasks come from: the recipe's files, a ``bfcl:<category>`` source,
+    or (when the files are missing and the recipe has a ``synth`` section) tasks generated once into
+    ``out/tasks``."""
+    if recipe.tasks and recipe.tasks.startswith(BFCL_PREFIX):
+        return recipe.tasks, recipe.eval_tasks or recipe.tasks
     train = Path(recipe.tasks) if recipe.tasks else None
     evalf = Path(recipe.eval_tasks) if recipe.eval_tasks else None
     if train is not None and train.exists():
@@ -84,10 +90,23 @@ def resolve_task_files(recipe: Recipe, out: Path) -> tuple[Path, Path | None]:
     raise FileNotFoundError(f"{recipe.tasks}: no tasks; run `mcp-rl synth --out ...` or pass --tasks")
 
 
-def load_train_tasks(recipe: Recipe, path: Path) -> list[Task]:
+def read_tasks(source: str | Path, split: str) -> list[Task]:
+    """Tasks of one split from a JSONL file or a ``bfcl:<category>`` source."""
+    if str(source).startswith(BFCL_PREFIX):
+        from toolkit.synth.bfcl_tasks import load_bfcl_tasks
+
+        return load_bfcl_tasks(str(source)[len(BFCL_PREFIX) :], split=split)
+    tasks = read_jsonl(source, Task)
+    if split == "eval":
+        return [t for t in tasks if t.split == "eval"]
+    return [t for t in tasks if t.split != "eval"]
+
+
+def load_train_tasks(recipe: Recipe, source: str | Path) -> list[Task]:
+    """The training tasks, filtered by the recipe (kinds, first user turn only, count)."""
     from toolkit.train.grpo import first_turn_only
 
-    tasks = [t for t in read_jsonl(path, Task) if t.split != "eval"]
+    tasks = read_tasks(source, "train")
     if recipe.task_kinds:
         tasks = [t for t in tasks if t.metadata.get("kind") in set(recipe.task_kinds)]
     if recipe.rollout.get("first_turn_only"):
@@ -108,9 +127,10 @@ def evaluate_model(
 
     model.eval()
     policy = TransformersPolicy(model, tokenizer, name=label)
+    suite = "bfcl-base" if tasks and "bfcl" in tasks[0].metadata else "kit-eval"  # its scorers
     return run_eval(
         label,
-        "kit-eval",
+        suite,
         out_dir,
         tasks=tasks,
         rollout=lambda ts: rollout(ts, policy, loop),
@@ -186,7 +206,7 @@ def _run_cpu(recipe: Recipe, out: Path, *, resume: bool, evaluate: bool, merge: 
     if evaluate:
         if eval_file is None:
             raise FileNotFoundError("--evaluate needs eval tasks (the recipe's eval_tasks file)")
-        eval_tasks = [t for t in read_jsonl(eval_file, Task) if t.split == "eval"]
+        eval_tasks = read_tasks(eval_file, "eval")
         eval_tasks = eval_tasks[: recipe.eval.get("n_tasks") or len(eval_tasks)]
     _log(f"{len(tasks)} train tasks from {train_file}; {len(eval_tasks)} held-out tasks")
     loop = recipe.loop_config()
