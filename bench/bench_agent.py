@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import tempfile
 import time
 from typing import Any
@@ -239,6 +240,7 @@ def main(argv: list[str] | None = None) -> int:
         order = ("kit", "trl") if repeat % 2 == 0 else ("trl", "kit")
         for name in order:
             runs[name].append((run_kit if name == "kit" else run_trl)(model, tokenizer, *budget))
+            print(f"  {name} run {repeat + 1}: {runs[name][-1]['wall_s']:.1f} s", file=sys.stderr, flush=True)
     kit, trl = (min(runs[name], key=lambda fig: fig["wall_s"]) for name in ("kit", "trl"))  # best of repeats
     result = {
         "model": args.model,
