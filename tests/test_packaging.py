@@ -3,6 +3,7 @@ importing the package never pulls in the GPU stack."""
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -84,3 +85,23 @@ def test_makefile_has_target(target):
 
 def test_ci_calls_make_test():
     assert "make test" in (REPO_ROOT / ".ci" / "run").read_text()
+
+
+def test_records_reject_wrong_types_and_survive_hostile_text(tmp_path):
+    from toolkit.records import RecordError, Task, Trajectory, read_jsonl, write_jsonl
+
+    path = tmp_path / "t.jsonl"
+    # a lone surrogate (valid JSON escape, invalid UTF-8) is written escaped and reads back unchanged
+    write_jsonl(path, [Trajectory("t", [{"role": "assistant", "content": "ok \ud800"}])])
+    assert read_jsonl(path, Trajectory)[0].messages[0]["content"] == "ok \ud800"
+    bad = {"id": "a", "split": "train", "prompt": None, "servers": [], "tools": "abc", "seed": 0}
+    path.write_text(
+        '{"id": "ok", "split": "train", "prompt": "p", "servers": [], "tools": [], "seed": 0}\n'
+        + json.dumps(bad)
+        + "\n"
+    )
+    with pytest.raises(RecordError, match=r"t.jsonl:2: .*Task.prompt"):
+        read_jsonl(path, Task)
+    path.write_text("[" * 100000 + "\n")
+    with pytest.raises(RecordError, match=r"t.jsonl:1"):
+        read_jsonl(path, Task)

@@ -35,9 +35,12 @@ differs (created: before None; deleted: after None).
 
 from __future__ import annotations
 
+import functools
 import json
+import types
+import typing
 from collections.abc import Iterable, Iterator
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal
 
@@ -93,9 +96,9 @@ class Task:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Task:
         d = dict(d)
-        d["gold"] = [GoldCall(**g) for g in d.get("gold", [])]
-        d["rubric"] = [RubricItem(**r) for r in d.get("rubric", [])]
-        return cls(**_known(cls, d))
+        d["gold"] = [GoldCall(**_checked(GoldCall, g)) for g in d.get("gold", [])]
+        d["rubric"] = [RubricItem(**_checked(RubricItem, r)) for r in d.get("rubric", [])]
+        return cls(**_checked(cls, d))
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -136,8 +139,8 @@ class Trajectory:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Trajectory:
         d = dict(d)
-        d["calls"] = [CallRecord(**c) for c in d.get("calls", [])]
-        return cls(**_known(cls, d))
+        d["calls"] = [CallRecord(**_checked(CallRecord, c)) for c in d.get("calls", [])]
+        return cls(**_checked(cls, d))
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -152,12 +155,46 @@ class RewardResult:
     details: dict[str, Any] = field(default_factory=dict)  # per-item verdicts, ungraded counts, notes
 
 
-def _known(cls: type, d: dict[str, Any]) -> dict[str, Any]:
-    names = {f.name for f in fields(cls)}
-    unknown = set(d) - names
+@functools.cache
+def _schema(cls: type) -> tuple[dict[str, Any], frozenset[str]]:
+    required = {f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING}
+    return typing.get_type_hints(cls), frozenset(required)
+
+
+def _checked(cls: type, d: Any) -> dict[str, Any]:
+    """Fields of ``cls`` in ``d``, shallowly type-checked: unknown or missing fields, and values of the
+    wrong JSON type (a string where a list belongs, null for a required string), raise RecordError."""
+    if not isinstance(d, dict):
+        raise RecordError(f"{cls.__name__} must be a JSON object, got {type(d).__name__}")
+    hints, required = _schema(cls)
+    unknown = set(d) - set(hints)
     if unknown:
         raise RecordError(f"unknown field(s) for {cls.__name__}: {sorted(unknown)}")
+    if missing := required - set(d):
+        raise RecordError(f"missing field(s) for {cls.__name__}: {sorted(missing)}")
+    for name, value in d.items():
+        if not _matches(value, hints[name]):
+            raise RecordError(f"{cls.__name__}.{name}: expected {hints[name]}, got {type(value).__name__}")
     return d
+
+
+def _matches(value: Any, hint: Any) -> bool:
+    origin = typing.get_origin(hint)
+    if origin is Literal:
+        return value in typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        return any(_matches(value, h) for h in typing.get_args(hint))
+    if hint is Any or origin is not None and origin not in (list, dict):
+        return True
+    if hint is type(None):
+        return value is None
+    if hint is float:
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    base = origin or hint
+    # list[GoldCall] etc. are built before the check; their items were checked on the way in.
+    return isinstance(value, base) if isinstance(base, type) else True
 
 
 def read_jsonl(path: str | Path, kind: type[Task] | type[Trajectory]) -> list[Any]:
@@ -176,7 +213,7 @@ def iter_jsonl(path: str | Path, kind: type[Task] | type[Trajectory]) -> Iterato
                 if not isinstance(obj, dict):
                     raise TypeError(f"expected a JSON object, got {type(obj).__name__}")
                 yield kind.from_dict(obj)
-            except (ValueError, TypeError, KeyError) as exc:
+            except (ValueError, TypeError, KeyError, RecursionError) as exc:
                 raise RecordError(f"{path}:{lineno}: not a valid {kind.__name__} record: {exc}") from exc
 
 
@@ -188,6 +225,15 @@ def write_jsonl(path: str | Path, records: Iterable[Task | Trajectory | dict[str
     with path.open("w", encoding="utf-8") as fh:
         for rec in records:
             d = rec if isinstance(rec, dict) else rec.to_dict()
-            fh.write(json.dumps(d, sort_keys=True, ensure_ascii=False) + "\n")
+            fh.write(_dumps_line(d))
             n += 1
     return n
+
+
+def _dumps_line(d: dict[str, Any]) -> str:
+    line = json.dumps(d, sort_keys=True, ensure_ascii=False) + "\n"
+    try:
+        line.encode("utf-8")
+    except UnicodeEncodeError:  # lone surrogates (hostile tool or model text): escape them, lose nothing
+        line = json.dumps(d, sort_keys=True) + "\n"
+    return line
