@@ -152,7 +152,12 @@ def run_kit(
 
 
 def run_trl(
-    model: Any, tokenizer: Any, episodes: int, tool_turns: int, max_new_tokens: int
+    model: Any,
+    tokenizer: Any,
+    episodes: int,
+    tool_turns: int,
+    max_new_tokens: int,
+    gradient_checkpointing: bool = True,
 ) -> dict[str, float]:
     from datasets import Dataset
     from trl import GRPOConfig, GRPOTrainer
@@ -173,6 +178,7 @@ def run_trl(
             max_tool_calling_iterations=tool_turns + 1,
             temperature=1.0,
             report_to="none",
+            gradient_checkpointing=gradient_checkpointing,  # GRPOConfig's default is True
             use_cpu=True,
             logging_steps=1,
             save_strategy="no",
@@ -225,6 +231,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-new-tokens", type=int, default=64)
     parser.add_argument("--dtype", default=None, help="e.g. bf16")
     parser.add_argument("--repeats", type=int, default=2, help="runs of each loop, alternating; best is kept")
+    parser.add_argument(
+        "--trl-no-gradient-checkpointing",
+        action="store_true",
+        help="TRL baseline without GRPOConfig's default",
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
 
@@ -239,7 +250,10 @@ def main(argv: list[str] | None = None) -> int:
     for repeat in range(args.repeats):  # alternate the order: other load on the machine hits both alike
         order = ("kit", "trl") if repeat % 2 == 0 else ("trl", "kit")
         for name in order:
-            runs[name].append((run_kit if name == "kit" else run_trl)(model, tokenizer, *budget))
+            if name == "kit":
+                runs[name].append(run_kit(model, tokenizer, *budget))
+            else:
+                runs[name].append(run_trl(model, tokenizer, *budget, not args.trl_no_gradient_checkpointing))
             print(f"  {name} run {repeat + 1}: {runs[name][-1]['wall_s']:.1f} s", file=sys.stderr, flush=True)
     kit, trl = (min(runs[name], key=lambda fig: fig["wall_s"]) for name in ("kit", "trl"))  # best of repeats
     result = {
