@@ -118,15 +118,17 @@ def test_external_stdio_server_in_an_episode_with_timeouts_and_restarts(tmp_path
             assert {"echo", "hang", "crash", "calculate"} <= {t.name for t in await tb.list_tools()}
             assert (await tb.call_tool("echo", {"text": "hi"})).text == "hi"
             r = await tb.call_tool("hang", {})
-            assert not r.ok and r.text.startswith("timeout")
-            assert (
-                await tb.call_tool("echo", {"text": "still here"})
-            ).ok  # a timeout does not kill the session
-            r = await tb.call_tool("crash", {})
-            assert not r.ok
-            r = await tb.call_tool("echo", {"text": "after crash"})
-            assert not r.ok  # the process is gone: a tool error, not an exception
+            assert not r.ok and r.text.startswith("timeout") and r.error_kind == "timeout"
+            r = await tb.call_tool("echo", {"text": "hung server"})  # marked dead: fails fast from now on
+            assert not r.ok and r.error_kind == "unavailable" and "server 'flaky' is unavailable" in r.text
+            assert tb.environment_error is not None and "flaky" in tb.environment_error
             assert (await tb.call_tool("calculate", {"expression": "1+1"})).ok  # the other servers go on
+        async with open_episode(servers=[], external=[flaky], timeout=5) as tb:  # a fresh process
+            assert (await tb.call_tool("echo", {"text": "still here"})).ok
+            r = await tb.call_tool("crash", {})
+            assert not r.ok and r.error_kind == "transport"
+            r = await tb.call_tool("echo", {"text": "after crash"})
+            assert not r.ok and r.error_kind == "unavailable"  # the process is gone: no exception, no wait
         async with open_episode(servers=[], external=[flaky], timeout=5) as tb:  # next episode: restarted
             assert (await tb.call_tool("echo", {"text": "back"})).text == "back"
 
@@ -135,7 +137,7 @@ def test_external_stdio_server_in_an_episode_with_timeouts_and_restarts(tmp_path
 
 def test_external_command_missing_is_a_clear_error():
     async def main():
-        with pytest.raises(RuntimeError, match="not found on PATH"):
+        with pytest.raises(ConnectionError, match="external server 'x'.*not found on PATH"):
             async with open_episode(
                 servers=[], external=[ExternalServer("x", command=["no-such-binary-xyz"])]
             ):

@@ -33,11 +33,17 @@ class ToolSpec:
 
 @dataclass
 class ToolResult:
-    """What a tool call returned: ``ok`` False for MCP tool errors (isError) and transport failures."""
+    """What a tool call returned: ``ok`` False for MCP tool errors (isError) and transport failures.
+
+    ``error_kind`` says why a failed call failed when it was not the tool's own error: "timeout" (no
+    answer in time), "transport" (the server died or spoke broken JSON-RPC) or "unavailable" (the
+    server failed earlier in the episode and is no longer called). None for successes and tool errors.
+    """
 
     ok: bool
     text: str
     structured: Any = None
+    error_kind: str | None = None
 
 
 @runtime_checkable

@@ -19,7 +19,7 @@ import anyio
 from mcp import Client
 from mcp.client import CacheConfig, InMemoryResponseCacheStore
 from mcp.shared.exceptions import MCPError as McpError
-from mcp_types import REQUEST_TIMEOUT
+from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from toolkit.envs import registry
@@ -37,6 +37,25 @@ _LIST_CACHE = InMemoryResponseCacheStore()  # tools/list results of the kit's ow
 
 # The SDK logs every tool error at INFO; the model sees them as results, so keep the console quiet.
 logging.getLogger("mcp.server.mcpserver.server").setLevel(logging.WARNING)
+
+
+class ExternalServerError(ConnectionError, RuntimeError):
+    """An external server could not be started or reached when the episode opened (also a RuntimeError,
+    which this was before)."""
+
+
+def _leaf(exc: BaseException | None) -> BaseException | None:
+    """The first real error inside (nested) exception groups."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
+
+
+def _leaf_message(exc: BaseException) -> str:
+    leaf = _leaf(exc)
+    if isinstance(leaf, McpError) and leaf.error.code == REQUEST_TIMEOUT:
+        return f"no answer to the handshake ({leaf.error.message})"
+    return f"{type(leaf).__name__}: {leaf}"
 
 
 def _result_text(result: Any) -> str:
@@ -61,6 +80,59 @@ class Episode:
         self._route: dict[str, str] = {}  # tool name -> server name
         self._specs: list[ToolSpec] = []
         self._stack = AsyncExitStack()
+        self._dead: dict[str, str] = {}  # external server -> why it stopped being called
+        self._holders: anyio.abc.TaskGroup | None = None  # owns the external clients' sessions
+        self._closing = anyio.Event()
+        self.environment_error: str | None = None  # first external server failure of the episode
+
+    @property
+    def dead_servers(self) -> dict[str, str]:
+        """External servers that failed during this episode (name -> reason); they fail fast."""
+        return dict(self._dead)
+
+    def _mark_dead(self, server: str, reason: str) -> None:
+        self._dead.setdefault(server, reason)
+        if self.environment_error is None:
+            self.environment_error = f"server '{server}' is unavailable: {reason}"
+
+    async def _connect_external(self, name: str, client: Any) -> None:
+        """Enter an external server's client in a task of its own, the whole handshake bounded by timeout.
+
+        The SDK's client opens task groups that must stay in the task that entered them, so a holder task
+        keeps the session open until the episode closes; here only its readiness is awaited, which is
+        what the timeout can bound. Any failure becomes one ``ConnectionError`` naming the server.
+        """
+        if self._holders is None:
+            self._holders = await self._stack.enter_async_context(anyio.create_task_group())
+            self._stack.callback(self._closing.set)  # runs before the task group waits for its holders
+        settled = anyio.Event()  # set once the session is open, or the attempt ended
+        scope = anyio.CancelScope()
+        state: dict[str, Any] = {}
+
+        async def hold() -> None:
+            try:
+                with scope:
+                    async with client:
+                        state["open"] = True
+                        settled.set()
+                        await self._closing.wait()
+            except Exception as exc:  # never let it reach the task group: it would cancel the episode
+                state["error"] = exc
+            finally:
+                settled.set()
+
+        self._holders.start_soon(hold)
+        with anyio.move_on_after(self.timeout):
+            await settled.wait()
+        if not state.get("open"):
+            scope.cancel()  # stops the process (the SDK's shielded shutdown) if it is still starting
+            error = state.get("error")
+            reason = (
+                f"no answer to the handshake within {self.timeout:g} s"
+                if error is None
+                else _leaf_message(error)
+            )
+            raise ExternalServerError(f"external server '{name}': {reason}") from _leaf(error)
 
     def _add_tools(self, server: str, specs: list[ToolSpec]) -> None:
         for spec in specs:
@@ -80,8 +152,12 @@ class Episode:
         are listed here.
         """
         # Entering the client opens task groups that outlive this call, so it cannot sit inside a
-        # cancel scope; the client's own read timeout bounds its handshake instead.
-        await self._stack.enter_async_context(client)
+        # cancel scope: the kit's own servers are entered here (their read timeout bounds the handshake),
+        # external ones in a holder task whose readiness is awaited under the timeout.
+        if name in self._external:
+            await self._connect_external(name, client)
+        else:
+            await self._stack.enter_async_context(client)
         self._clients[name] = client
         if specs is not None:
             # Prime the session with the tool listing (it needs one before the first call). The kit's
@@ -122,6 +198,10 @@ class Episode:
             return ToolResult(
                 False, f"Arguments for '{name}' must be a JSON object, got {type(arguments).__name__}."
             )
+        if server in self._dead:
+            return ToolResult(
+                False, f"server '{server}' is unavailable: {self._dead[server]}", error_kind="unavailable"
+            )
         timeout = f"timeout: '{name}' on server '{server}' did not answer within {self.timeout:g} s"
         client = self._clients[server]
         try:
@@ -133,16 +213,25 @@ class Episode:
             else:
                 result = await client.call_tool(name, arguments)
         except TimeoutError:
-            return ToolResult(False, timeout)
+            return self._failed(server, timeout, "timeout")
         except McpError as exc:
             if exc.error.code == REQUEST_TIMEOUT:
-                return ToolResult(False, timeout)
-            return ToolResult(False, f"Error calling '{name}' on server '{server}': {exc.error.message}")
+                return self._failed(server, timeout, "timeout")
+            text = f"Error calling '{name}' on server '{server}': {exc.error.message}"
+            if exc.error.code == CONNECTION_CLOSED:
+                return self._failed(server, text, "transport")
+            return ToolResult(False, text)  # a JSON-RPC error answer: the server itself is fine
         except Exception as exc:  # protocol errors, a dead server: the episode goes on
-            return ToolResult(
-                False, f"Error calling '{name}' on server '{server}': {type(exc).__name__}: {exc}"
-            )
+            text = f"Error calling '{name}' on server '{server}': {type(exc).__name__}: {exc}"
+            return self._failed(server, text, "transport")
         return ToolResult(not result.is_error, _result_text(result), result.structured_content)
+
+    def _failed(self, server: str, text: str, kind: str) -> ToolResult:
+        """A timeout or transport failure. An external server is then dead for the rest of the episode:
+        a hung or crashed process would only make every later call wait out the timeout again."""
+        if server in self._external:
+            self._mark_dead(server, text)
+        return ToolResult(False, text, error_kind=kind)
 
     def state_diff(self) -> dict[str, Any]:
         return self.state.diff() if self.state is not None else {}
@@ -208,13 +297,13 @@ async def open_episode(
             else:
                 await episode._connect(name, Client(registry.build_server(name, world, task), **client_args))
         for ext in external or []:
+            episode._external.add(ext.name)
             try:
-                episode._external.add(ext.name)
                 await episode._connect(ext.name, ext.client(timeout))
-            except (OSError, TimeoutError, McpError) as exc:
-                raise RuntimeError(
-                    f"external server '{ext.name}' could not be reached: {type(exc).__name__}: {exc}"
-                ) from exc
+            except ExternalServerError:
+                raise
+            except (OSError, TimeoutError, McpError) as exc:  # a missing command, or listing its tools failed
+                raise ExternalServerError(f"external server '{ext.name}': {_leaf_message(exc)}") from exc
         yield episode
     finally:
         await episode.aclose()

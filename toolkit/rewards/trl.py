@@ -34,6 +34,12 @@ def _as_traj(value: Any) -> Trajectory:
     return Trajectory.from_dict(value)
 
 
+def environment_failed(traj: Trajectory) -> bool:
+    """Whether the episode ended because the environment broke (stop_reason "error": the agent loop sets it
+    when opening the episode or a server failed, recording why in ``metadata["error"]``), not the model."""
+    return traj.stop_reason == "error" and traj.metadata.get("error_source", "environment") == "environment"
+
+
 class TRLRewardFunc:
     """A kit reward as a TRL reward function (a picklable callable object; TRL logs its ``__name__``)."""
 
@@ -57,7 +63,11 @@ class TRLRewardFunc:
             for key in sorted({k for r in results for k in r.breakdown}):
                 vals = [r.breakdown[key] for r in results if key in r.breakdown]
                 log_metric(f"{self.__name__}/{key}", sum(vals) / len(vals))
-        return [None if r.details.get("unscorable") else float(r.score) for r in results]
+        # None (NaN to TRL) leaves the sample out of the group baseline: a broken server is not the model's fault.
+        return [
+            None if r.details.get("unscorable") or environment_failed(t) else float(r.score)
+            for r, t in zip(results, trajs, strict=True)
+        ]
 
     def __repr__(self) -> str:
         return f"<TRL reward function {self.__name__}>"
@@ -69,7 +79,8 @@ def as_trl_reward_func(
     """Wrap ``reward`` as ``f(prompts, completions, **kwargs) -> list[float | None]`` for TRL.
 
     Reads ``kwargs["task"]`` and ``kwargs["trajectory"]``. A result marked unscorable (e.g. every
-    judge reply failed) becomes ``None``, which TRL treats as NaN and leaves out of the group baseline.
+    judge reply failed), and a trajectory the environment broke (``environment_failed``: stop_reason
+    "error"), become ``None``, which TRL treats as NaN and leaves out of the group baseline.
     With ``log_components`` the mean of each breakdown component goes to TRL's ``log_metric``.
     ``f.__name__`` (default ``reward_<name>``) is the column TRL logs the reward under.
     """
