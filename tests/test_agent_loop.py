@@ -102,6 +102,19 @@ def test_errors_go_back_to_the_model_and_are_counted(tok):
     assert_token_exact(traj, tok)
 
 
+def test_call_in_an_unrecognised_format_is_an_error_and_the_episode_goes_on(tok):
+    script = turns(
+        '<TOOL_CALL>{"name": "add", "arguments": {"a": 1, "b": 2}}</TOOL_CALL>', call("add", a=1, b=2), "3"
+    )
+    (traj,) = run([make_task()], ScriptedPolicy(script, tok))
+    first, second = traj.calls
+    assert first.error.startswith("bad_json: tool call not recognised") and not first.ok
+    assert second.ok and traj.final_answer == "3" and traj.n_parse_errors == 1
+    (shown,) = [m["content"] for m in traj.messages if m["role"] == "tool"][:1]
+    assert shown.startswith("Error (bad_json)") and "<tool_call>" in shown
+    assert_token_exact(traj, tok)
+
+
 @pytest.mark.parametrize("relaxed", [True, False])
 def test_relaxed_validation_switch(tok, relaxed):
     script = turns(call("add", a="2", b="3"), "ok")

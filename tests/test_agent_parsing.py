@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -92,6 +93,47 @@ def test_unrepairable_calls_become_errors_with_the_name_when_legible():
     assert "name" in call.error
     (call,) = parse_turn('<tool_call>{"name": "a", "arguments": [1, 2]}</tool_call>').calls
     assert call.arguments is None and "object" in call.error
+
+
+@pytest.mark.parametrize(
+    ("text", "name"),
+    [
+        ('{"name": "add", "arguments": {"a": 1, "b": 2}}\n</tool_call>', "add"),  # no opening tag
+        ('<TOOL_CALL>{"name": "add", "arguments": {"a": 1}}</TOOL_CALL>', "add"),
+        ('<tool-call>{"name": "add", "arguments": {"a": 1}}</tool-call>', "add"),
+        ('<tool_calls>[{"name": "add", "arguments": {}}]</tool_calls>', "add"),
+        ('<function=add>{"a": 1, "b": 2}</function>', "add"),
+        ('[TOOL_CALLS] [{"name": "add", "arguments": {"a": 1, "b": 2}}]', "add"),
+        ("<|python_tag|>add.call(a=1, b=2)", ""),
+        ('Let me check. {"name": "add", "arguments": {"a": 1}} and then answer.', "add"),
+        ('Sure!\n```json\n{"name": "add" "arguments": {}}\n```', "add"),  # missing comma, fenced
+        ("I'll call {'name': 'add', 'parameters': {'a': 1}} now", "add"),
+    ],
+)
+def test_call_attempts_in_other_formats_go_back_to_the_model_as_errors(text, name):
+    turn = parse_turn(text)
+    (call,) = turn.calls
+    assert call.name == name and call.arguments is None
+    assert call.error.startswith("bad_json: tool call not recognised")
+    assert '<tool_call>{"name": ..., "arguments": {...}}</tool_call>' in call.error
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The answer is 42.",
+        "I made two tool calls and both worked; the ticket is closed.",
+        "Use a <b>bold</b> tag, or call the function f(x) = x + 1 with x = 2.",
+        'The file says {"name": "Alice", "age": 30}.',
+        'Tool results: {"status": "ok", "input": "abc", "name": "report"}',
+        "std::function<int(int)> f; then <functions> in XML and [TOOL] in brackets.",
+        "The function's name and its arguments are described in the manual.",
+        "",
+    ],
+)
+def test_plain_prose_stays_an_answer(text):
+    turn = parse_turn(text)
+    assert turn.calls == [] and turn.content == text.strip()
 
 
 def test_format_call_round_trips():

@@ -12,7 +12,11 @@ counted as a failure, because a call whose intent is unambiguous is a call:
   ``{"type": "function", "function": {...}}`` wrapper.
 
 What cannot be repaired becomes a :class:`ParsedCall` with ``error`` set (kind ``bad_json``); the loop
-sends that error back to the model as a tool message. No input string makes :func:`parse_turn` raise.
+sends that error back to the model as a tool message. A turn with no ``<tool_call>`` block that still
+tries to call a tool in another format (``{...}</tool_call>``, ``<TOOL_CALL>``, ``<tool-call>``,
+``<function=...>``, ``[TOOL_CALLS]``, ``<|python_tag|>``, or a ``{"name": ..., "arguments": ...}`` object
+inside prose) gets one such error naming the expected format, rather than passing silently as the
+final answer. No input string makes :func:`parse_turn` raise.
 """
 
 from __future__ import annotations
@@ -64,7 +68,43 @@ def parse_turn(text: str) -> ParsedTurn:
     bare = _bare_call(text)
     if bare is not None:
         return ParsedTurn(content="", calls=bare)
+    attempt = unrecognised_call(text)
+    if attempt is not None:
+        return ParsedTurn(content=text.strip(), calls=[attempt])
     return ParsedTurn(content=text.strip(), calls=[])
+
+
+EXPECTED_FORMAT = '<tool_call>{"name": ..., "arguments": {...}}</tool_call>'
+# Call formats of other model families, and misspellings of ours. Only tag-like text counts (angle or
+# square brackets), so prose that mentions "tool calls" stays an answer.
+_FOREIGN_MARKER = re.compile(
+    r"<\s*/?\s*tool[\s_-]*calls?\s*>"  # </tool_call> alone, <TOOL_CALL>, <tool-call>, <tool_calls>
+    r"|<\s*/?\s*function(?:[\s_-]*calls?)?\s*[=>]"  # <function=add>, <function_call>
+    r"|\[\s*TOOL_CALLS?\s*\]"  # Mistral
+    r"|<\|python_tag\|>",  # Llama 3
+    re.IGNORECASE,
+)
+# A call object written inside prose: an object with a "name" key and an arguments key ("input" is left
+# out here: it is too common a key in data a model may quote in its answer).
+_NAME_KEY = re.compile(r"""[{,]\s*["']name["']\s*:""")
+_ARGUMENTS_KEY = re.compile(r"""["'](?:arguments?|parameters|args)["']\s*(?::|$)""", re.MULTILINE)
+_FUNCTION_TAG_NAME = re.compile(r"<function=([A-Za-z0-9_.\-]{1,100})>")
+
+
+def unrecognised_call(text: str) -> ParsedCall | None:
+    """A ``bad_json`` error call for a turn that tries to call a tool in a format the parser does not
+    accept (see the module docstring); None for a turn that does not look like a call attempt."""
+    marker = _FOREIGN_MARKER.search(text)
+    if marker is not None:
+        found = f"the marker {marker.group(0)[:40]!r}"
+    elif _NAME_KEY.search(text) and _ARGUMENTS_KEY.search(text):
+        found = "a call object outside <tool_call> tags"
+    else:
+        return None
+    tag_name = _FUNCTION_TAG_NAME.search(text)
+    name = tag_name.group(1) if tag_name else _guess_name(text)
+    error = f"bad_json: tool call not recognised ({found}); write each call as {EXPECTED_FORMAT}"
+    return ParsedCall(name, None, error, text.strip()[:2000])
 
 
 def normalize_call(obj: Any, raw: str = "") -> list[ParsedCall]:
