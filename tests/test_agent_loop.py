@@ -14,6 +14,7 @@ from toolkit.agent.loop import NEW_TOOLS_MESSAGE, RolloutConfig, RolloutStats, r
 from toolkit.agent.policies import GoldPolicy, OpenAIPolicy
 from toolkit.agent.testing import ScriptedPolicy, check_token_exact, fake_opener, turns
 from toolkit.records import GoldCall, Task, Trajectory
+from toolkit.toolbox import ToolResult
 
 TOOLS = ["add", "save_note", "dump", "fail", "slow"]
 
@@ -132,6 +133,27 @@ def test_tool_output_truncated_with_visible_marker(tok):
     result = traj.calls[0].result
     assert "[... truncated: showing 40 of" in result
     assert len(tok(result.split("\n[...")[0], add_special_tokens=False)["input_ids"]) <= 40
+    assert_token_exact(traj, tok)
+
+
+def test_surrogates_in_tool_output_and_prompt_are_made_encodable(tok):
+    from toolkit.agent.testing import FakeToolbox
+
+    class Garbled(FakeToolbox):
+        async def call_tool(self, name, arguments):
+            return ToolResult(True, "lone \ud800 end \udfff, pair \ud83d\ude00, caf\u00e9")
+
+    @asynccontextmanager
+    async def opener(task):
+        yield Garbled()
+
+    task = make_task(followups=["and \udc80 again"])
+    task.prompt += " \ud800"
+    (traj,) = run([task], ScriptedPolicy(turns(call("fail"), "ok"), tok), opener=opener)
+    assert traj.stop_reason == "no_tool_call" and "error" not in traj.metadata
+    (record,) = traj.calls
+    assert record.ok and record.result == "lone \ufffd end \ufffd, pair \U0001f600, caf\u00e9"
+    assert traj.messages[1]["content"].endswith(" \ufffd") and traj.turn_answers == ["ok", "ok"]
     assert_token_exact(traj, tok)
 
 

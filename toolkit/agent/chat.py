@@ -10,10 +10,21 @@ end-of-turn token (the approach of TRL's ``GRPOTrainer._get_tool_suffix_ids``).
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 _PROBE_USER = "PROBE_USER_TURN"
 _PROBE_ASSISTANT = "PROBE_ASSISTANT_TURN"
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def clean_text(text: str) -> str:
+    """Text a tokenizer can encode: UTF-16 surrogates are not characters (a JSON ``"\\ud800"`` escape
+    decodes to one), and fast tokenizers refuse them. A surrogate pair becomes the character it stands
+    for, a lone surrogate U+FFFD; every real character is kept as it is."""
+    if not _SURROGATE.search(text):
+        return text
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
 class ChatFormat:
@@ -56,7 +67,7 @@ class ChatFormat:
         )
 
     def encode(self, text: str) -> list[int]:
-        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+        return list(self.tokenizer(clean_text(text), add_special_tokens=False)["input_ids"])
 
     def decode(self, ids: list[int]) -> str:
         return self.tokenizer.decode(ids, skip_special_tokens=False)

@@ -25,7 +25,7 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any
 
-from toolkit.agent.chat import ChatFormat
+from toolkit.agent.chat import ChatFormat, clean_text
 from toolkit.agent.parsing import ParsedCall, normalize_call, parse_turn
 from toolkit.agent.policies import Generation, GenerationRequest, Policy
 from toolkit.agent.schema import check_arguments
@@ -282,7 +282,10 @@ class _Episode:
             if config.system_prompt is not None
             else default_system_prompt(config.finish_tool)
         )
-        self.traj.messages = [{"role": "system", "content": system}, {"role": "user", "content": task.prompt}]
+        self.traj.messages = [
+            {"role": "system", "content": clean_text(system)},
+            {"role": "user", "content": clean_text(task.prompt)},
+        ]
         if self.fmt is not None:
             self.traj.prompt_ids = self.fmt.encode(
                 self.fmt.prompt_text(self.traj.messages, self.initial_tools)
@@ -297,7 +300,8 @@ class _Episode:
             if turn > 0:
                 new = [specs[name] for name in later.get(turn, []) if name in specs and name in enabled]
                 self.visible.update({s.name: s for s in new})
-                pending.append({"role": "user", "content": _user_turn_text(task.followups[turn - 1], new)})
+                followup = clean_text(_user_turn_text(task.followups[turn - 1], new))
+                pending.append({"role": "user", "content": followup})
                 self._add_env(pending, continuing=True)
                 pending = []
             reason, pending = await self._user_turn(batcher, last_turn=turn == n_turns - 1)
@@ -456,6 +460,8 @@ class _Episode:
         return "", result.text
 
     def _truncate(self, text: str) -> str:
+        """The tool message text: encodable (no lone surrogates), cut to the tool-output budget."""
+        text = clean_text(text)
         limit = self.config.max_tool_output_tokens
         if self.fmt is not None:
             ids = self.fmt.encode(text)
