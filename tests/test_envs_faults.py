@@ -145,3 +145,28 @@ def test_malformed_json_rpc_marks_the_server_dead():
             assert later.error_kind == "unavailable" and tb.environment_error is not None
 
     anyio.run(main)
+
+
+@pytest.mark.integration
+def test_a_reused_server_is_bounded_too_and_restarted_after_a_timeout():
+    from toolkit.envs.external import close_shared_sessions
+
+    never = ExternalServer("x", command=[sys.executable, str(DATA / "hang_server.py"), "init"], reuse=True)
+    hangy = ExternalServer("h", command=[sys.executable, str(DATA / "hang_server.py"), "call"], reuse=True)
+
+    async def main():
+        start = time.perf_counter()
+        with pytest.raises(ConnectionError, match=r"^external server 'x': no answer to the handshake"):
+            async with open_episode(servers=[], external=[never], timeout=1):
+                pass
+        assert time.perf_counter() - start < 8
+        async with open_episode(servers=[], external=[hangy], timeout=1) as tb:
+            assert (await tb.call_tool("hang", {})).error_kind == "timeout"
+            assert (await tb.call_tool("echo", {"text": "x"})).error_kind == "unavailable"
+        async with open_episode(servers=[], external=[hangy], timeout=5) as tb:  # a new process answers
+            assert (await tb.call_tool("echo", {"text": "back"})).text == "back"
+
+    try:
+        anyio.run(main)
+    finally:
+        close_shared_sessions()

@@ -92,6 +92,9 @@ class Episode:
 
     def _mark_dead(self, server: str, reason: str) -> None:
         self._dead.setdefault(server, reason)
+        mark_dead = getattr(self._clients.get(server), "mark_dead", None)
+        if mark_dead is not None:  # a reused process (external.SharedHandle) is restarted next episode
+            mark_dead()
         if self.environment_error is None:
             self.environment_error = f"server '{server}' is unavailable: {reason}"
 
@@ -129,7 +132,7 @@ class Episode:
             error = state.get("error")
             reason = (
                 f"no answer to the handshake within {self.timeout:g} s"
-                if error is None
+                if error is None or isinstance(_leaf(error), TimeoutError)
                 else _leaf_message(error)
             )
             raise ExternalServerError(f"external server '{name}': {reason}") from _leaf(error)

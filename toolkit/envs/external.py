@@ -9,8 +9,10 @@ closes stdin, waits, then kills the process tree): episodes never share a proces
 is simply started again by the next episode. Starting a process costs from a fraction of a second to
 seconds, so for training ``reuse=True`` keeps one process (one MCP session, owned by a background thread
 with its own event loop) for all episodes of this Python process; when it dies, the next episode starts a
-new one. Every request is bounded by the episode's timeout, so a hung server gives
-``ToolResult(ok=False, "timeout ...")``. The server's state is its own business (with ``reuse=True``
+new one (also after a timeout: a hung process is not kept). The connect and every request are bounded
+by the episode's timeout: a server that never answers the handshake is one ``ConnectionError``, a hung
+call gives ``ToolResult(ok=False, "timeout: ...")``, and after a timeout or a transport failure the
+episode stops calling that server (``Episode.environment_error``). The server's state is its own business (with ``reuse=True``
 episodes share it): ``state_diff`` only covers the kit's world.
 """
 
@@ -104,7 +106,7 @@ class SharedSession:
         self._stop: asyncio.Event | None = None
         ready = asyncio.run_coroutine_threadsafe(self._start(), self._loop)
         try:
-            ready.result(timeout + 10)
+            ready.result(timeout)  # the whole start (process and handshake) within the episode's timeout
         except BaseException:
             self.close()
             raise
@@ -150,6 +152,8 @@ class SharedSession:
             self._loop.call_soon_threadsafe(self._stop.set)
             holder = getattr(self, "_holder", None)
             if holder is not None:
+                if self.client is None:  # still in the handshake (a server that never answers): stop it
+                    self._loop.call_soon_threadsafe(holder.cancel)
                 done = asyncio.run_coroutine_threadsafe(asyncio.wait({holder}, timeout=10), self._loop)
                 try:
                     done.result(15)
@@ -173,6 +177,11 @@ class SharedHandle:
 
     async def __aexit__(self, *exc: object) -> None:
         return None
+
+    def mark_dead(self) -> None:
+        """The episode saw this server time out or fail: the next episode starts a new process."""
+        if self.session is not None:
+            self.session.dead = True
 
     async def list_tools(self, cursor: str | None = None) -> Any:
         return await self.session._run(lambda c: c.list_tools(cursor=cursor))  # type: ignore[union-attr]
