@@ -1,9 +1,19 @@
-"""`mcp-rl rollout`: run a policy (or the gold replay) on a tasks file, write trajectories as JSONL."""
+"""`mcp-rl rollout`: run a policy (or the gold replay) on a tasks file, write trajectories as JSONL.
+
+Each trajectory is appended to ``<out>.partial`` (one flushed line) as soon as its episode ends, so a
+run that is killed keeps every finished episode. At the end ``<out>`` is written in task order (the
+``n`` samples of a task together, byte-identical for the same trajectories) and the partial file is
+removed.
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import sys
+from pathlib import Path
+from typing import IO, Any
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -57,9 +67,28 @@ def run_rollout(args: argparse.Namespace) -> int:
     )
     policy = make_policy(args.policy, adapter=args.adapter, dtype=args.dtype)
     stats = RolloutStats()
-    with tqdm(total=len(tasks) * args.n, desc="rollout", unit="ep", disable=args.no_progress) as bar:
-        trajs = rollout(tasks, policy, config, n=args.n, on_done=lambda _: bar.update(1), stats=stats)
-    write_jsonl(args.out, trajs)
+    out = Path(args.out)
+    partial = partial_path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with (
+        partial.open("w", encoding="utf-8") as sink,
+        tqdm(total=len(tasks) * args.n, desc="rollout", unit="ep", disable=args.no_progress) as bar,
+    ):
+
+        def done(traj: Any) -> None:
+            append_line(sink, traj.to_dict())
+            bar.update(1)
+
+        try:
+            trajs = rollout(tasks, policy, config, n=args.n, on_done=done, stats=stats)
+        except BaseException:
+            print(f"rollout stopped; finished trajectories are in {partial}", file=sys.stderr)
+            raise
+    # Task order for the final file; written aside and renamed, so <out> is never half written.
+    staged = out.with_name(out.name + ".tmp")
+    write_jsonl(staged, trajs)
+    os.replace(staged, out)
+    partial.unlink()
     stops = Counter(t.stop_reason for t in trajs)
     calls = [c for t in trajs for c in t.calls]
     failed = sum(not c.ok for c in calls)
@@ -69,3 +98,15 @@ def run_rollout(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     return 0
+
+
+def partial_path(out: str | Path) -> Path:
+    """Where ``mcp-rl rollout --out OUT`` appends trajectories while it runs."""
+    out = Path(out)
+    return out.with_name(out.name + ".partial")
+
+
+def append_line(sink: IO[str], record: dict[str, Any]) -> None:
+    """One JSONL line, flushed (ASCII escapes: any text, lone surrogates included, can be written)."""
+    sink.write(json.dumps(record, sort_keys=True) + "\n")
+    sink.flush()
