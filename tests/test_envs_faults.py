@@ -93,6 +93,8 @@ def test_trl_reward_is_none_for_an_episode_the_environment_broke():
     broken.stop_reason = "error"
     broken.metadata["error"] = "ConnectionError: external server 'x': no answer to the handshake within 2 s"
     assert environment_failed(broken) and not environment_failed(good)
+    broken.metadata["error_source"] = "environment"  # what the agent loop records for a dead server
+    assert environment_failed(broken)
     fn = as_trl_reward_func(get_reward("rubric"))
     out = fn(prompts=["p", "p"], completions=["c", "c"], task=[task.to_dict()] * 2,
              trajectory=[good.to_dict(), broken.to_dict()])  # fmt: skip
