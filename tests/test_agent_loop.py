@@ -246,6 +246,36 @@ def test_environment_failure_is_recorded_and_others_go_on(tok):
     assert trajs[1].stop_reason == "no_tool_call" and trajs[1].final_answer == "fine"
 
 
+def test_a_broken_environment_ends_the_episode_at_once(tok):
+    from toolkit.agent.testing import FakeToolbox
+    from toolkit.rewards.trl import environment_failed
+
+    class DiesOnFail(FakeToolbox):
+        environment_error = None  # what toolkit.envs.Episode sets when a server dies
+
+        async def call_tool(self, name, arguments):
+            if name == "fail":
+                self.environment_error = "server 'notes' is unavailable: Connection closed"
+                return ToolResult(False, "Error calling 'fail': Connection closed", error_kind="transport")
+            return await super().call_tool(name, arguments)
+
+    @asynccontextmanager
+    async def opener(task):
+        yield DiesOnFail(allowed=set(task.tools))
+
+    script = turns(call("add", a=1, b=2), call("fail") + call("add", a=5, b=5), "done")
+    policy = ScriptedPolicy(script, tok)
+    broken, fine = run([make_task("broken"), make_task("fine", tools=["add"])], policy, opener=opener)
+    assert broken.stop_reason == "error" and environment_failed(broken)
+    assert broken.metadata["error"] == "server 'notes' is unavailable: Connection closed"
+    assert [(c.name, c.ok) for c in broken.calls] == [("add", True), ("fail", False)]  # 2nd add not made
+    assert broken.messages[-1]["role"] == "tool" and "Connection closed" in broken.messages[-1]["content"]
+    assert broken.metadata["steps"] == 2
+    assert_token_exact(broken, tok)
+    # in the other episode "fail" is not offered (an unknown tool): it runs to its own end
+    assert fine.stop_reason == "no_tool_call" and fine.final_answer == "done" and "error" not in fine.metadata
+
+
 def test_policy_failure_is_raised_not_recorded():
     class Broken:
         name, tokenizer = "broken", None

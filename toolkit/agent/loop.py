@@ -4,7 +4,9 @@ For every (task, sample) an episode opens its own isolated world (``toolkit.envs
 renders the system prompt with the enabled tools' MCP schemas, then repeats: generate, parse tool
 calls, call the tools through the episode's Toolbox, append the results. A user turn ends with an
 answer that has no tool call (the next follow-up turn starts, if any) or an explicit ``finish``; the
-episode ends after the last user turn, at the iteration cap or at the context budget.
+episode ends after the last user turn, at the iteration cap or at the context budget, or at once
+(stop_reason "error", the reason in ``metadata["error"]``) when the toolbox reports an
+``environment_error`` (e.g. an external MCP server died).
 
 Episodes run concurrently as asyncio tasks. Generation is batched across them: each episode posts a
 request and waits; when every live episode is waiting, the policy is called once for all of them.
@@ -315,6 +317,7 @@ class _Episode:
         """Generate and call tools until the user turn ends; returns (stop reason, unsent messages)."""
         config = self.config
         for step_in_turn in range(config.max_turns):
+            self._check_environment([])
             max_new = config.max_new_tokens
             if self.fmt is not None:
                 max_new = min(max_new, config.max_context_tokens - self.n_tokens)
@@ -361,6 +364,7 @@ class _Episode:
                 return "no_tool_call", []
 
             tool_messages, answer = await self._call_tools(calls, ids)
+            self._check_environment(tool_messages)
             if answer is not None:
                 self._end_turn(answer)
                 if not last_turn:  # keep the chat well-formed: every call gets a response
@@ -413,7 +417,28 @@ class _Episode:
                     "content": record.result,
                 }
             )
+            if self._environment_error() is not None:
+                break  # the episode ends: the turn's later calls are not made
         return messages, None
+
+    def _environment_error(self) -> str | None:
+        """Why the environment can no longer serve this episode (e.g. an external server died), as the
+        toolbox reports it; None while it is fine (and always for toolboxes without the attribute)."""
+        error = getattr(self._toolbox, "environment_error", None)
+        return str(error) if error else None
+
+    def _check_environment(self, unsent: list[dict[str, Any]]) -> None:
+        """End the episode at once (stop_reason "error") when the environment broke: the model's
+        later turns could not be served, and its reward would only measure the broken server. The
+        last tool messages are kept, closed without a generation prompt."""
+        error = self._environment_error()
+        if error is None:
+            return
+        if unsent:
+            self._add_env(unsent, continuing=False)
+        self.traj.metadata["error"] = error
+        self.traj.metadata["error_source"] = "environment"
+        raise _Stop("error")
 
     async def _execute(self, call: ParsedCall) -> CallRecord:
         record = CallRecord(name=call.name, args=call.arguments, ok=False, turn=self.turn, step=self.step - 1)
