@@ -13,7 +13,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from toolkit.paths import REPO_ROOT
@@ -200,6 +200,8 @@ _injection = st.sampled_from(
     st.sampled_from(["cd", "mv", "ls"]) | st.text(max_size=12),
     st.dictionaries(st.text(max_size=12) | _injection, _json | _injection, max_size=4),
 )
+@example("ª", {})  # NFKC-normalises to "a": once rendered as a call of another function
+@example("cd", {"ﬁle": "x"})
 def test_bfcl_call_strings_are_only_literal_calls(name, args):
     """BFCL's checker eval()s call strings; the kit renders model calls so that nothing but a call of
     the named function with literal arguments can reach it (anything else is refused)."""

@@ -357,6 +357,12 @@ def _literal_source(value: Any) -> str:
     raise BFCLCallError(f"argument value of type {type(value).__name__} cannot be rendered")
 
 
+def _plain_identifier(text: str) -> bool:
+    # ASCII only: Python NFKC-normalises identifiers ("ª" parses as "a"), so a non-ASCII name could
+    # reach the checker as a different function than the one recorded. BFCL's names are all ASCII.
+    return text.isascii() and text.isidentifier() and not keyword.iskeyword(text)
+
+
 def render_call(name: str, arguments: Mapping[str, Any]) -> str:
     """``("mv", {"source": "a"})`` -> ``"mv(source='a')"``: BFCL's call-string form of a parsed call.
 
@@ -364,11 +370,11 @@ def render_call(name: str, arguments: Mapping[str, Any]) -> str:
     Python literals (JSON types, plus tuples), so the string holds nothing but one call of ``name``
     with literal arguments; ``parse_call`` reads it back to the same values.
     """
-    if not name.isidentifier() or keyword.iskeyword(name):
+    if not _plain_identifier(name):
         raise BFCLCallError(f"not a function name: {name!r}")
     parts = []
     for key, value in arguments.items():
-        if not isinstance(key, str) or not key.isidentifier() or keyword.iskeyword(key):
+        if not isinstance(key, str) or not _plain_identifier(key):
             raise BFCLCallError(f"not an argument name: {key!r}")
         parts.append(f"{key}={_literal_source(value)}")
     return f"{name}({', '.join(parts)})"
