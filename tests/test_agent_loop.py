@@ -386,3 +386,24 @@ def test_no_model_output_crashes_the_loop(tok, texts):
     )
     assert traj.stop_reason in ("finish", "no_tool_call", "max_turns", "length")
     assert_token_exact(traj, tok)
+
+
+def test_an_episode_timeout_is_counted_as_timeout_not_tool_error(tok):
+    from toolkit.agent.testing import FakeToolbox
+
+    class SlowServer(FakeToolbox):
+        async def call_tool(self, name, arguments):
+            if name == "fail":  # what toolkit.envs.Episode returns when its own per-call timeout fires
+                return ToolResult(False, "timeout: 'fail' did not answer within 2 s", error_kind="timeout")
+            return await super().call_tool(name, arguments)
+
+    @asynccontextmanager
+    async def opener(task):
+        yield SlowServer(allowed=set(task.tools))
+
+    policy = ScriptedPolicy(turns(call("fail") + call("add", a=1, b=1), "done"), tok)
+    (traj,) = run([make_task("slow")], policy, opener=opener)
+    assert [(c.name, c.ok, (c.error or "").split(":")[0]) for c in traj.calls] == [
+        ("fail", False, "timeout"),
+        ("add", True, ""),
+    ]

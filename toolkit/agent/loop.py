@@ -479,8 +479,10 @@ class _Episode:
         finally:
             record.latency = time.perf_counter() - start
             self.env_s += record.latency
-        if not result.ok:
-            return "tool_error", result.text
+        if not result.ok:  # the episode's own timeout is reported as one, not as a tool error
+            return (
+                "timeout" if getattr(result, "error_kind", None) == "timeout" else "tool_error"
+            ), result.text
         record.ok = True
         return "", result.text
 
