@@ -135,8 +135,13 @@ def test_cli_overrides():
     args = parser.parse_args(
         ["train", "--out", "x", "--max-steps", "3", "--set", "grpo.beta=0.01", "--set", "lora.r=8"]
     )
-    o = parse_overrides(args)
-    assert o["grpo.max_steps"] == 3 and o["grpo.beta"] == 0.01 and o["lora.r"] == 8
+    o, unset = parse_overrides(args)
+    assert o["grpo.max_steps"] == 3 and o["grpo.beta"] == 0.01 and o["lora.r"] == 8 and unset == []
+    # --set KEY=null removes a section (no warm start); unset flags keep the recipe's values
+    o, unset = parse_overrides(parser.parse_args(["train", "--out", "x", "--set", "sft=null"]))
+    assert unset == ["sft"]
+    recipe = cfg.with_overrides(cfg.load_recipe("cpu-demo"), o, unset=unset)
+    assert recipe.sft is None and recipe.model == cfg.load_recipe("cpu-demo").model
     with pytest.raises(ValueError, match="KEY=VALUE"):
         parse_overrides(parser.parse_args(["train", "--out", "x", "--set", "nonsense"]))
 

@@ -41,8 +41,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=handle)
 
 
-def parse_overrides(args: argparse.Namespace) -> dict:
-    """CLI flags and --set KEY=VALUE pairs as dotted recipe overrides (values parsed as YAML)."""
+def parse_overrides(args: argparse.Namespace) -> tuple[dict, list[str]]:
+    """CLI flags and --set KEY=VALUE pairs as dotted recipe overrides (values parsed as YAML), and the
+    keys --set explicitly to null (``--set sft=null``: no warm start)."""
     import yaml
 
     overrides = {
@@ -52,12 +53,17 @@ def parse_overrides(args: argparse.Namespace) -> dict:
         "tasks": args.tasks,
         "eval_tasks": args.eval_tasks,
     }
+    unset = []
     for item in args.set:
         key, sep, value = item.partition("=")
         if not sep:
             raise ValueError(f"--set expects KEY=VALUE, got {item!r}")
-        overrides[key.strip()] = yaml.safe_load(value)
-    return overrides
+        parsed = yaml.safe_load(value)
+        if parsed is None:
+            unset.append(key.strip())
+        else:
+            overrides[key.strip()] = parsed
+    return overrides, unset
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -70,10 +76,10 @@ def handle(args: argparse.Namespace) -> int:
     if not args.out:
         raise ValueError("--out DIR is required")
     recipe = load_recipe(args.recipe)
-    overrides = parse_overrides(args)
-    if recipe.sft is None:
+    overrides, unset = parse_overrides(args)
+    if recipe.sft is None or "sft" in unset:
         overrides.pop("sft.max_steps", None)
-    recipe = with_overrides(recipe, overrides)
+    recipe = with_overrides(recipe, overrides, unset=unset)
 
     from toolkit.train.pipeline import run_recipe, set_threads
 

@@ -20,6 +20,7 @@ Overrides use dotted keys: ``with_overrides(recipe, {"grpo.max_steps": 5})``.
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -132,13 +133,15 @@ def recipe_from_dict(data: dict[str, Any], name: str = "custom") -> Recipe:
     return Recipe(name=name, **kwargs)
 
 
-def with_overrides(recipe: Recipe, overrides: dict[str, Any]) -> Recipe:
-    """A copy with dotted-key overrides applied, e.g. ``{"grpo.max_steps": 5, "model": "tiny-random"}``."""
+def with_overrides(recipe: Recipe, overrides: dict[str, Any], *, unset: Iterable[str] = ()) -> Recipe:
+    """A copy with dotted-key overrides applied, e.g. ``{"grpo.max_steps": 5, "model": "tiny-random"}``.
+
+    A ``None`` value means "not given" (keep the recipe's); keys in ``unset`` are set to ``None``
+    explicitly (``--set sft=null`` turns the warm start off)."""
     data = recipe.to_dict()
     name = data.pop("name")
+    overrides = {**{k: v for k, v in overrides.items() if v is not None}, **dict.fromkeys(unset)}
     for dotted, value in overrides.items():
-        if value is None:
-            continue
         target = data
         *parents, leaf = dotted.split(".")
         for part in parents:
