@@ -105,7 +105,7 @@ def run_fault(fault: str, episodes: int = 3, timeout: float = 3.0, deadline: flo
     from toolkit.envs import open_episode
     from toolkit.envs.external import ExternalServer
 
-    server = ExternalServer("fake", command=server_command(fault))
+    server = ExternalServer("fake", command=server_command(fault), startup_timeout=timeout)
     tasks = [
         Task(
             id=f"{fault}-{k}",

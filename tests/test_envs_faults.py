@@ -17,6 +17,7 @@ from mcp_types import CONNECTION_CLOSED, INVALID_PARAMS
 from toolkit.envs import open_episode
 from toolkit.envs.episode import Episode
 from toolkit.envs.external import ExternalServer
+from toolkit.envs.registry import tool_specs
 from toolkit.paths import REPO_ROOT
 from toolkit.rewards import as_trl_reward_func, get_reward
 from toolkit.rewards.examples import example_gold, helpdesk_task
@@ -40,7 +41,7 @@ def _episode(client: FakeClient, external: bool = True) -> Episode:
     ep = Episode(None, None, timeout=0.5)
     ep._clients["x"], ep._route["get"] = client, "x"
     if external:
-        ep._external.add("x")
+        ep._external["x"] = 1.0
     return ep
 
 
@@ -103,7 +104,9 @@ def test_trl_reward_is_none_for_an_episode_the_environment_broke():
 
 @pytest.mark.integration
 def test_a_server_that_never_answers_the_handshake_is_one_clear_error_within_the_timeout():
-    hang = ExternalServer("x", command=[sys.executable, str(DATA / "hang_server.py"), "init"])
+    hang = ExternalServer(
+        "x", command=[sys.executable, str(DATA / "hang_server.py"), "init"], startup_timeout=1
+    )
 
     async def main():
         start = time.perf_counter()
@@ -153,7 +156,9 @@ def test_malformed_json_rpc_marks_the_server_dead():
 def test_a_reused_server_is_bounded_too_and_restarted_after_a_timeout():
     from toolkit.envs.external import close_shared_sessions
 
-    never = ExternalServer("x", command=[sys.executable, str(DATA / "hang_server.py"), "init"], reuse=True)
+    never = ExternalServer(
+        "x", command=[sys.executable, str(DATA / "hang_server.py"), "init"], reuse=True, startup_timeout=1
+    )
     hangy = ExternalServer("h", command=[sys.executable, str(DATA / "hang_server.py"), "call"], reuse=True)
 
     async def main():
@@ -172,3 +177,28 @@ def test_a_reused_server_is_bounded_too_and_restarted_after_a_timeout():
         anyio.run(main)
     finally:
         close_shared_sessions()
+
+
+@pytest.mark.integration
+def test_a_slow_starting_server_gets_its_startup_limit_not_the_call_timeout():
+    """A short per-call timeout must not cut a server's start (seconds for Python on a busy CPU)."""
+    slow = ExternalServer(
+        "slow",
+        command=[
+            sys.executable,
+            "-c",
+            "import runpy, sys, time; time.sleep(2); sys.argv = ['serve', 'calculator'];"
+            " runpy.run_module('toolkit.envs.serve', run_name='__main__')",
+        ],
+        cwd=str(REPO_ROOT),
+    )
+    assert (
+        slow.startup_limit(1) == 20.0
+        and ExternalServer("y", url="http://x", startup_timeout=3).startup_limit(1) == 3
+    )
+
+    async def main():
+        async with open_episode(servers=[], external=[slow], timeout=1) as tb:
+            return {t.name for t in await tb.list_tools()}
+
+    assert {t.name for t in tool_specs(["calculator"])} == anyio.run(main)

@@ -76,7 +76,7 @@ class Episode:
         self.timeout = timeout
         self._allowed = allowed
         self._clients: dict[str, Client] = {}
-        self._external: set[str] = set()  # servers in another process
+        self._external: dict[str, float] = {}  # servers in another process -> their startup limit (s)
         self._route: dict[str, str] = {}  # tool name -> server name
         self._specs: list[ToolSpec] = []
         self._stack = AsyncExitStack()
@@ -98,7 +98,7 @@ class Episode:
         if self.environment_error is None:
             self.environment_error = f"server '{server}' is unavailable: {reason}"
 
-    async def _connect_external(self, name: str, client: Any) -> None:
+    async def _connect_external(self, name: str, client: Any, limit: float) -> None:
         """Enter an external server's client in a task of its own, the whole handshake bounded by timeout.
 
         The SDK's client opens task groups that must stay in the task that entered them, so a holder task
@@ -125,13 +125,13 @@ class Episode:
                 settled.set()
 
         self._holders.start_soon(hold)
-        with anyio.move_on_after(self.timeout):
+        with anyio.move_on_after(limit):
             await settled.wait()
         if not state.get("open"):
             scope.cancel()  # stops the process (the SDK's shielded shutdown) if it is still starting
             error = state.get("error")
             reason = (
-                f"no answer to the handshake within {self.timeout:g} s"
+                f"no answer to the handshake within {limit:g} s"
                 if error is None or isinstance(_leaf(error), TimeoutError)
                 else _leaf_message(error)
             )
@@ -158,7 +158,7 @@ class Episode:
         # cancel scope: the kit's own servers are entered here (their read timeout bounds the handshake),
         # external ones in a holder task whose readiness is awaited under the timeout.
         if name in self._external:
-            await self._connect_external(name, client)
+            await self._connect_external(name, client, self._external[name])
         else:
             await self._stack.enter_async_context(client)
         self._clients[name] = client
@@ -300,7 +300,7 @@ async def open_episode(
             else:
                 await episode._connect(name, Client(registry.build_server(name, world, task), **client_args))
         for ext in external or []:
-            episode._external.add(ext.name)
+            episode._external[ext.name] = ext.startup_limit(timeout)
             try:
                 await episode._connect(ext.name, ext.client(timeout))
             except ExternalServerError:

@@ -53,6 +53,9 @@ class ExternalServer:
     cwd: str | None = None
     show_stderr: bool = False  # the server's stderr goes to ours when True, else it is discarded
     reuse: bool = False  # one process for all episodes (restarted when it died) instead of one per episode
+    # Process start + MCP handshake limit. None: max(the episode's call timeout, 20 s), because starting
+    # a Python or node server takes seconds on a busy CPU even when the per-call timeout is short.
+    startup_timeout: float | None = None
 
     def __post_init__(self) -> None:
         if (self.command is None) == (self.url is None):
@@ -70,6 +73,10 @@ class ExternalServer:
             raise FileNotFoundError(
                 f"external server '{self.name}': command '{self.command[0]}' not found on PATH"
             )
+
+    def startup_limit(self, call_timeout: float) -> float:
+        """Seconds allowed for starting the server and its handshake."""
+        return self.startup_timeout if self.startup_timeout is not None else max(call_timeout, 20.0)
 
     def client(self, timeout: float) -> Client | SharedHandle:
         """The MCP client for one episode: a fresh one (spawning the process when entered), or with
@@ -106,7 +113,7 @@ class SharedSession:
         self._stop: asyncio.Event | None = None
         ready = asyncio.run_coroutine_threadsafe(self._start(), self._loop)
         try:
-            ready.result(timeout)  # the whole start (process and handshake) within the episode's timeout
+            ready.result(server.startup_limit(timeout))  # the whole start: process and handshake
         except BaseException:
             self.close()
             raise
