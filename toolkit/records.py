@@ -197,12 +197,13 @@ def _matches(value: Any, hint: Any) -> bool:
     return isinstance(value, base) if isinstance(base, type) else True
 
 
-def read_jsonl(path: str | Path, kind: type[Task] | type[Trajectory]) -> list[Any]:
-    """Read a JSONL file of tasks or trajectories; a bad line raises RecordError naming file and line."""
+def read_jsonl(path: str | Path, kind: type) -> list[Any]:
+    """Read a JSONL file of records (any class with ``from_dict``: Task, Trajectory, eval results); a
+    bad line raises RecordError naming file and line."""
     return list(iter_jsonl(path, kind))
 
 
-def iter_jsonl(path: str | Path, kind: type[Task] | type[Trajectory]) -> Iterator[Any]:
+def iter_jsonl(path: str | Path, kind: type) -> Iterator[Any]:
     path = Path(path)
     with path.open("rb") as fh:
         for lineno, raw in enumerate(fh, start=1):

@@ -18,7 +18,6 @@ same task indices for both, which is much tighter than two independent intervals
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field, fields
@@ -27,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from toolkit.records import RUBRIC_CATEGORIES, RecordError
+from toolkit.records import RUBRIC_CATEGORIES, RecordError, read_jsonl
 
 PASS_THRESHOLDS = (0.50, 0.75)  # the two thresholds MCP Atlas reports
 N_BOOT = 2000
@@ -71,20 +70,7 @@ class TaskResult:
 
 def read_task_results(path: str | Path) -> list[TaskResult]:
     """Read a per-task results JSONL file; a bad line raises RecordError naming file and line."""
-    path = Path(path)
-    out = []
-    with path.open("rb") as fh:
-        for lineno, raw in enumerate(fh, start=1):
-            if not raw.strip():
-                continue
-            try:
-                obj = json.loads(raw.decode("utf-8"))
-                if not isinstance(obj, dict):
-                    raise TypeError(f"expected a JSON object, got {type(obj).__name__}")
-                out.append(TaskResult.from_dict(obj))
-            except (ValueError, TypeError, KeyError) as exc:
-                raise RecordError(f"{path}:{lineno}: not a valid TaskResult record: {exc}") from exc
-    return out
+    return read_jsonl(path, TaskResult)
 
 
 @dataclass
