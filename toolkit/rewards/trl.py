@@ -18,20 +18,13 @@ from toolkit.records import Task, Trajectory
 from toolkit.rewards.base import Reward, as_reward
 
 
-def _as_task(value: Any) -> Task:
-    if isinstance(value, Task):
+def _as_record(value: Any, kind: type[Task] | type[Trajectory]) -> Any:
+    """A Task / Trajectory from what TRL hands over: the record, its dict, or its JSON string."""
+    if isinstance(value, kind):
         return value
     if isinstance(value, str):
         value = json.loads(value)
-    return Task.from_dict(value)
-
-
-def _as_traj(value: Any) -> Trajectory:
-    if isinstance(value, Trajectory):
-        return value
-    if isinstance(value, str):
-        value = json.loads(value)
-    return Trajectory.from_dict(value)
+    return kind.from_dict(value)
 
 
 def environment_failed(traj: Trajectory) -> bool:
@@ -55,8 +48,8 @@ class TRLRewardFunc:
                 f"{self.__name__} needs the per-sample 'trajectory' (returned by the kit's rollout_func) and "
                 f"the dataset's 'task' column; got kwargs {sorted(kwargs)}"
             )
-        tasks = [_as_task(t) for t in kwargs["task"]]
-        trajs = [_as_traj(t) for t in kwargs["trajectory"]]
+        tasks = [_as_record(t, Task) for t in kwargs["task"]]
+        trajs = [_as_record(t, Trajectory) for t in kwargs["trajectory"]]
         results = self.reward.batch(tasks, trajs)
         log_metric = kwargs.get("log_metric")
         if self.log_components and callable(log_metric) and results:
