@@ -53,6 +53,8 @@ def test_recipe_runs_sft_then_grpo_masks_tools_and_resumes(tmp_path):
     assert (out / "sft" / "adapter" / "adapter_config.json").exists()
     assert (out / "adapter" / "adapter_config.json").exists()
     assert (out / "grpo" / "checkpoint-2").is_dir()
+    rollouts = [json.loads(line) for line in (out / "grpo" / "rollouts.jsonl").read_text().splitlines()]
+    assert {r["step"] for r in rollouts} == {0, 1} and all(r["messages"] for r in rollouts)
     records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     grpo = [r for r in records if r["phase"] == "grpo" and "reward" in r]
     assert [r["step"] for r in grpo] == [2, 3]  # after the one SFT step
@@ -77,7 +79,7 @@ def test_recipe_runs_sft_then_grpo_masks_tools_and_resumes(tmp_path):
 
 
 @pytest.mark.integration
-def test_rollout_func_returns_env_mask_and_trajectories():
+def test_rollout_func_returns_env_mask_and_trajectories(tmp_path):
     """The rollout output TRL receives: tool-output tokens are masked, one sample per prompt."""
     from toolkit.agent.loop import RolloutConfig
     from toolkit.records import Task, read_jsonl
@@ -94,6 +96,7 @@ def test_rollout_func_returns_env_mask_and_trajectories():
         def __init__(self):
             self.model = model
             self.logged = {}
+            self.state = type("State", (), {"global_step": 7})()
 
         class accelerator:  # noqa: N801
             @staticmethod
@@ -121,7 +124,8 @@ def test_rollout_func_returns_env_mask_and_trajectories():
             return out
 
     trainer = FakeTrainer()
-    rollout_func = make_rollout_func(RolloutConfig(max_turns=3), lambda _: ScriptedPolicy())
+    log = tmp_path / "rollouts.jsonl"
+    rollout_func = make_rollout_func(RolloutConfig(max_turns=3), lambda _: ScriptedPolicy(), rollout_log=log)
     out = rollout_func(["p"] * 4, trainer)
     assert {"prompt_ids", "completion_ids", "logprobs", "env_mask", "trajectory"} <= set(out)
     assert len(out["completion_ids"]) == 4
@@ -132,6 +136,11 @@ def test_rollout_func_returns_env_mask_and_trajectories():
     assert "<tool_response>" not in tok.decode([i for i, m in zip(ids, mask, strict=True) if m])
     assert out["trajectory"][0]["stop_reason"] == "finish"
     assert trainer.logged["episodes/tool_calls_mean"] == 1.0 and trainer.logged["episodes/finish_rate"] == 1.0
+    # every episode lands in the rollout log, with the step it was sampled at
+    rollout_func(["p"] * 4, trainer)
+    logged = [json.loads(line) for line in log.read_text().splitlines()]
+    assert len(logged) == 8 and {r["step"] for r in logged} == {7}
+    assert logged[0]["calls"][0]["name"] == "percent_of" and logged[0]["stop_reason"] == "finish"
 
 
 DIST_SCRIPT = """

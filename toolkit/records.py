@@ -218,12 +218,15 @@ def iter_jsonl(path: str | Path, kind: type) -> Iterator[Any]:
                 raise RecordError(f"{path}:{lineno}: not a valid {kind.__name__} record: {exc}") from exc
 
 
-def write_jsonl(path: str | Path, records: Iterable[Task | Trajectory | dict[str, Any]]) -> int:
-    """Write records as JSONL (sorted keys, so the same records give byte-identical files)."""
+def write_jsonl(
+    path: str | Path, records: Iterable[Task | Trajectory | dict[str, Any]], *, append: bool = False
+) -> int:
+    """Write records as JSONL (sorted keys, so the same records give byte-identical files).
+    ``append=True`` adds to the end of an existing file (logs written while a run goes on)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     n = 0
-    with path.open("w", encoding="utf-8") as fh:
+    with path.open("a" if append else "w", encoding="utf-8") as fh:
         for rec in records:
             d = rec if isinstance(rec, dict) else rec.to_dict()
             fh.write(_dumps_line(d))

@@ -78,7 +78,10 @@ def build_grpo_trainer(
     from toolkit.train.rollout import kit_grpo_trainer_class, make_rollout_func, transformers_policy
 
     rollout_func = make_rollout_func(
-        loop_config, policy_factory or transformers_policy, open_episode=open_episode
+        loop_config,
+        policy_factory or transformers_policy,
+        open_episode=open_episode,
+        rollout_log=Path(grpo_config.output_dir) / "rollouts.jsonl",
     )
     # rollout_func is marked experimental in TRL 1.16; the kit pins that version, so say it once here.
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")

@@ -13,13 +13,15 @@ before TRL generates. Nothing else of TRL's is changed: loss, advantages, clippi
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
-from toolkit.records import Task, Trajectory
+from toolkit.records import Task, Trajectory, write_jsonl
 
 PolicyFactory = Callable[[Any], Any]  # trainer -> toolkit.agent.policies.Policy
 
@@ -87,12 +89,26 @@ def transformers_policy(trainer: Any) -> Any:
     return TransformersPolicy(model, trainer.processing_class, name="grpo-policy")
 
 
+def rollout_log_record(step: int, traj: Trajectory) -> dict[str, Any]:
+    """One line of the rollout log: the episode without its token ids and log-probabilities."""
+    return {
+        "step": step,
+        "task_id": traj.task_id,
+        "stop_reason": traj.stop_reason,
+        "n_parse_errors": traj.n_parse_errors,
+        "final_answer": traj.final_answer,
+        "calls": [dataclasses.asdict(c) for c in traj.calls],
+        "messages": traj.messages,
+    }
+
+
 def make_rollout_func(
     loop_config: Any,
     policy_factory: PolicyFactory = transformers_policy,
     *,
     open_episode: Any = None,
     on_batch: Callable[[list[Trajectory]], None] | None = None,
+    rollout_log: str | Path | None = None,
 ) -> Callable[[list[Any], Any], dict[str, list]]:
     """Build ``rollout_func(prompts, trainer)`` for ``KitGRPOTrainer``.
 
@@ -102,6 +118,8 @@ def make_rollout_func(
             model. The GPU path passes a vLLM-backed factory (``toolkit.train.unsloth_backend``).
         open_episode: override the environment opener (tests).
         on_batch: called with each batch's trajectories (e.g. to save samples).
+        rollout_log: JSONL file that gets every episode of every step appended (step, task, messages,
+            calls, stop reason): what the policy actually did, for reading a run after the fact.
     """
     from toolkit.agent.loop import rollout
 
@@ -132,6 +150,9 @@ def make_rollout_func(
         metrics = episode_metrics(trajs)
         metrics["episodes/rollout_seconds"] = time.perf_counter() - started
         _log_metrics(trainer, metrics)
+        if rollout_log is not None:
+            step = trainer.state.global_step
+            write_jsonl(rollout_log, (rollout_log_record(step, t) for t in trajs), append=True)
         if on_batch is not None:
             on_batch(trajs)
         return out
