@@ -67,3 +67,28 @@ def test_score_cli_reports_ungraded_items_when_the_judge_is_down(tmp_path):
     assert out["aggregate"]["ungraded"] == 6
     assert [row["ungraded"] for row in out["trajectories"]] == [2, 2, 2]
     assert key not in proc.stdout + proc.stderr
+
+
+def test_ungraded_items_reach_the_training_log_and_the_eval_aggregate():
+    """Ungraded judge items are visible where a user looks: TRL's step metrics and results.json."""
+    from toolkit.eval.metrics import aggregate
+    from toolkit.eval.suites import Suite, task_result
+    from toolkit.rewards.base import get_reward
+    from toolkit.rewards.trl import as_trl_reward_func
+
+    pairs = fj.sample_pairs(2, items=3)
+    with fj.FakeJudge("down") as judge:
+        reward = get_reward("rubric-judge", **fj.judge_config(judge, max_retries=0))
+        logged: dict[str, float] = {}
+        as_trl_reward_func(reward)(
+            prompts=[t.prompt for t, _ in pairs],
+            completions=["" for _ in pairs],
+            task=[json.dumps(t.to_dict()) for t, _ in pairs],
+            trajectory=[tr for _, tr in pairs],
+            log_metric=logged.__setitem__,
+        )
+        suite = Suite("judged", "kit tasks graded by a judge", ("rubric-judge",))
+        results = [task_result(suite, t, tr, {"rubric-judge": reward}) for t, tr in pairs]
+    assert logged["reward_rubric_judge/ungraded_items"] == 6
+    assert [r.details["rubric-judge"]["ungraded"] for r in results] == [3, 3]
+    assert aggregate(results, n_boot=10)["ungraded_items"] == {"rubric-judge": 6}

@@ -256,12 +256,25 @@ def stop_reasons(results: Iterable[TaskResult]) -> dict[str, int]:
     return dict(Counter(r.stop_reason for r in results).most_common())
 
 
+def ungraded_items(results: Iterable[TaskResult]) -> dict[str, int]:
+    """Rubric items a judge could not grade (missing or malformed reply), per reward: counted, never fatal.
+    They are left out of each task's denominator, so a large count means the scores rest on fewer items."""
+    counts: Counter[str] = Counter()
+    for r in results:
+        for name, d in r.details.items():
+            if isinstance(d, dict) and d.get("ungraded"):
+                counts[name] += int(d["ungraded"])
+    return dict(counts)
+
+
 def aggregate(results: Sequence[TaskResult], n_boot: int = N_BOOT, seed: int = 0) -> dict[str, Any]:
-    """The aggregate block written to results.json: metrics with CIs, tool usage, stop reasons."""
+    """The aggregate block written to results.json: metrics with CIs, tool usage, stop reasons, ungraded
+    judge items."""
     return {
         "n_tasks": len(results),
         "metrics": {k: v.to_dict() for k, v in summarize(results, n_boot=n_boot, seed=seed).items()},
         "tool_usage": tool_usage(results),
         "stop_reasons": stop_reasons(results),
+        "ungraded_items": ungraded_items(results),
         "bootstrap": {"n_boot": n_boot, "seed": seed, "confidence": CONFIDENCE, "unit": "task"},
     }

@@ -148,8 +148,16 @@ def task_result(suite: Suite, task: Task, traj: Trajectory, scorers: dict[str, S
         stop_reason=traj.stop_reason,
         tool_counts=dict(Counter(c.name for c in calls)),
         error="; ".join(errors) or None,
-        details={name: {"score": r.score, "breakdown": r.breakdown} for name, r in scores.items()},
+        details={name: _score_details(r) for name, r in scores.items()},
     )
+
+
+def _score_details(result: Any) -> dict[str, Any]:
+    """Score and breakdown of one reward, plus its count of rubric items a judge left ungraded."""
+    out = {"score": result.score, "breakdown": result.breakdown}
+    if result.details.get("ungraded"):
+        out["ungraded"] = int(result.details["ungraded"])
+    return out
 
 
 def default_scorers(suite: Suite) -> dict[str, Scorer]:

@@ -56,6 +56,11 @@ class TRLRewardFunc:
             for key in sorted({k for r in results for k in r.breakdown}):
                 vals = [r.breakdown[key] for r in results if key in r.breakdown]
                 log_metric(f"{self.__name__}/{key}", sum(vals) / len(vals))
+        if callable(log_metric) and any("ungraded" in r.details for r in results):
+            # judge items without a usable verdict in this batch: counted, the step goes on
+            log_metric(
+                f"{self.__name__}/ungraded_items", sum(int(r.details.get("ungraded", 0)) for r in results)
+            )
         # None (NaN to TRL) leaves the sample out of the group baseline: a broken server is not the model's fault.
         return [
             None if r.details.get("unscorable") or environment_failed(t) else float(r.score)
