@@ -77,6 +77,40 @@ def test_batched_generation_returns_ids_and_the_sampled_tokens_logprobs(tiny, te
             assert gen.token_ids == logits.argmax(-1).tolist()
 
 
+def test_length_buckets_cut_padding_and_keep_each_requests_output(tiny):
+    from toolkit.agent.loop import length_buckets
+
+    texts = [
+        "hi",
+        "a much longer prompt here with many more words in it",
+        "hello there",
+        "and a longer one too",
+    ]
+    reqs = [
+        request(tiny, f"<|im_start|>user\n{t}<|im_end|>\n", max_new_tokens=5, temperature=0.0) for t in texts
+    ]
+    lengths = [len(r.prompt_ids) for r in reqs]
+    buckets = length_buckets(reqs, 0.3)
+    assert sorted(i for b in buckets for i in b) == [0, 1, 2, 3] and len(buckets) > 1
+    for b in buckets:  # within a bucket, padding to the longest adds at most 30% to any prompt
+        assert all(max(lengths[j] for j in b) - lengths[i] <= 0.3 * lengths[i] for i in b)
+    assert length_buckets(reqs, 0.0) == [[0, 1, 2, 3]]  # the default: one call per batch
+
+    # a whole rollout, greedy: the same episodes bucketed or not (outputs go back to their episodes)
+    import dataclasses
+
+    prompts = [
+        "Add 2 and 3.",
+        "Add 2 and 3, then save a note saying what the sum was and why it matters.",
+        "Hi.",
+    ]
+    tasks = [dataclasses.replace(task(f"t{i}"), prompt=p) for i, p in enumerate(prompts)]
+    base = dict(max_turns=2, max_new_tokens=6, temperature=0.0)
+    plain = rollout(tasks, tiny, RolloutConfig(**base), open_episode=fake_opener())
+    bucketed = rollout(tasks, tiny, RolloutConfig(**base, max_padding=0.01), open_episode=fake_opener())
+    assert [t.completion_ids for t in bucketed] == [t.completion_ids for t in plain]
+
+
 def test_loop_with_a_real_model_is_token_exact(tiny):
     config = RolloutConfig(max_new_tokens=12, max_turns=2, temperature=1.0, seed=0)
     trajs = rollout([task("a"), task("b")], tiny, config, n=2, open_episode=fake_opener())
