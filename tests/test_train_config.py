@@ -65,6 +65,19 @@ def test_unknown_keys_are_errors(tmp_path):
         cfg.build_grpo_config(bad, tmp_path, use_cpu=True)
 
 
+def test_several_rewards_become_several_trl_reward_functions(tmp_path):
+    from toolkit.train.grpo import reward_funcs
+
+    recipe = cfg.recipe_from_dict(
+        {"model": "m", "reward": ["rubric", "prove"], "grpo": {"reward_weights": [1.0, 0.5]}}
+    )
+    assert cfg.build_grpo_config(recipe, tmp_path, use_cpu=True).reward_weights == [1.0, 0.5]
+    funcs = reward_funcs(recipe.reward, {"prove": {}})
+    assert [f.__name__ for f in funcs] == ["reward_rubric", "reward_prove"]
+    with pytest.raises(cfg.RecipeError, match="1 weight"):
+        cfg.recipe_from_dict({"model": "m", "reward": ["rubric", "prove"], "grpo": {"reward_weights": [1.0]}})
+
+
 def test_overrides_and_yaml_path(tmp_path):
     recipe = cfg.with_overrides(cfg.load_recipe("cpu-demo"), {"grpo.max_steps": 3, "model": "tiny-random"})
     assert recipe.grpo["max_steps"] == 3 and recipe.model == "tiny-random"

@@ -6,7 +6,8 @@ A recipe has these sections (each documented, with its source, in the recipe fil
 - ``tasks`` / ``eval_tasks``: task JSONL files (``mcp-rl synth`` output); ``task_kinds``/``max_tasks`` filter
 - ``synth``: optional ``mcp-rl synth`` settings (preset, n, n_eval, seed) used when the task files
   do not exist: the tasks are then generated into the run folder
-- ``reward`` (a ``toolkit.rewards`` name) and ``reward_config`` (its keyword options)
+- ``reward`` (a ``toolkit.rewards`` name, or a list of names that TRL sums with ``grpo.reward_weights``)
+  and ``reward_config`` (its keyword options; keyed by reward name for a list)
 - ``lora``: ``peft.LoraConfig`` fields
 - ``sft``: ``None`` for no warm start, else ``trl.SFTConfig`` fields (+ ``max_examples``)
 - ``rollout``: the agent loop's ``RolloutConfig`` fields (turns, tokens per turn, context budget,
@@ -65,7 +66,7 @@ class RecipeError(ValueError):
 class Recipe:
     name: str
     model: str
-    reward: str
+    reward: str | list[str]
     tasks: str | None = None
     eval_tasks: str | None = None
     description: str = ""
@@ -125,6 +126,12 @@ def recipe_from_dict(data: dict[str, Any], name: str = "custom") -> Recipe:
     bad = set(rollout) - known
     if bad:
         raise RecipeError(f"recipe {name!r}: unknown rollout key(s) {sorted(bad)}; known: {sorted(known)}")
+    rewards = data["reward"] if isinstance(data["reward"], list) else [data["reward"]]
+    weights = (data.get("grpo") or {}).get("reward_weights")
+    if weights is not None and len(weights) != len(rewards):
+        raise RecipeError(
+            f"recipe {name!r}: grpo.reward_weights has {len(weights)} weight(s) for {len(rewards)} reward(s)"
+        )
     if data.get("backend", "auto") not in ("auto", "gpu", "cpu"):
         raise RecipeError(f"recipe {name!r}: backend must be auto, gpu or cpu")
     kwargs = {k: v for k, v in data.items() if v is not None or k in ("sft", "synth")}

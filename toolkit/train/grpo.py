@@ -51,12 +51,17 @@ def peft_model_for_grpo(model: Any, lora_config: Any, adapter: str | Path | None
     return get_peft_model(model, lora_config)
 
 
-def reward_funcs(name: str, config: dict[str, Any] | None = None) -> list[Any]:
-    """The recipe's reward as a TRL reward function (reads the ``task`` column and ``trajectory``)."""
+def reward_funcs(name: str | Sequence[str], config: dict[str, Any] | None = None) -> list[Any]:
+    """The recipe's reward as TRL reward functions (each reads the ``task`` column and ``trajectory``).
+
+    A list of names gives one function per reward; TRL sums them with ``grpo.reward_weights`` and logs
+    each on its own. ``config`` is then keyed by reward name (``{"prove": {...}}``)."""
     from toolkit.rewards.base import get_reward
     from toolkit.rewards.trl import as_trl_reward_func
 
-    return [as_trl_reward_func(get_reward(name, **(config or {})))]
+    if isinstance(name, str):
+        return [as_trl_reward_func(get_reward(name, **(config or {})))]
+    return [as_trl_reward_func(get_reward(n, **((config or {}).get(n) or {}))) for n in name]
 
 
 def build_grpo_trainer(
@@ -66,7 +71,7 @@ def build_grpo_trainer(
     grpo_config: Any,
     loop_config: Any,
     *,
-    reward: str = "rubric",
+    reward: str | Sequence[str] = "rubric",
     reward_config: dict[str, Any] | None = None,
     policy_factory: Any = None,
     callbacks: list[Any] | None = None,
