@@ -14,6 +14,7 @@ trajectories scored per second. Ratios are against bfcl-eval measured in the sam
 
     python -m bench.bench_bfcl                     # all 4 categories, 800 entries
     python -m bench.bench_bfcl --categories base --limit 50
+    python -m bench.bench_bfcl --categories base --limit 40 --profile   # where an MCP call's time goes
 """
 
 from __future__ import annotations
@@ -89,6 +90,31 @@ async def _kit_run(task):
     return t1 - t0, t2 - t1, traj
 
 
+def profile_calls(tasks, top: int = 25) -> None:
+    """cProfile of the gold calls alone (episodes opened outside the profile), sorted by own time."""
+    import cProfile
+    import pstats
+
+    from toolkit.envs import open_episode
+
+    profiler = cProfile.Profile()
+
+    async def run() -> int:
+        n = 0
+        for task in tasks:
+            async with open_episode(task) as episode:
+                for gold in task.gold:
+                    profiler.enable()
+                    await episode.call_tool(gold.name, gold.arguments)
+                    profiler.disable()
+                    n += 1
+        return n
+
+    n = anyio.run(run)
+    print(f"\ncProfile of {n} calls through the MCP client session (own time, top {top}):")
+    pstats.Stats(profiler).sort_stats("tottime").print_stats(top)
+
+
 def main(argv: list[str] | None = None) -> int:
     from toolkit.rewards.bfcl import BFCLReward
     from toolkit.synth.bfcl_tasks import BFCL_CATEGORIES, load_bfcl_tasks
@@ -96,6 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.bench_bfcl", description=__doc__.splitlines()[0])
     parser.add_argument("--categories", nargs="+", default=list(BFCL_CATEGORIES), choices=BFCL_CATEGORIES)
     parser.add_argument("--limit", type=int, default=None, help="entries per category (default: all)")
+    parser.add_argument("--profile", action="store_true", help="also profile the MCP calls (cProfile)")
     args = parser.parse_args(argv)
 
     reward = BFCLReward()
@@ -148,6 +175,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  kit result texts identical to bfcl-eval's: {same}/{int(t['entries'])} entries")
     if mismatched:
         print(f"  differing: {', '.join(mismatched[:10])}", file=sys.stderr)
+    if args.profile:
+        profile_calls([t for c in args.categories for t in load_bfcl_tasks(c, limit=args.limit)])
     return 0
 
 
