@@ -47,7 +47,7 @@ SMOKE_MODEL = "tiny-random"  # what smoke mode evaluates instead (fast on any CP
 TRAIN_RUN = None  # a `mcp-rl train --out DIR` folder: its adapter/ and metrics.jsonl are used
 ADAPTER = None  # a trained LoRA adapter folder; None -> the gold policy stands in as "after"
 SUITES = ["kit-eval", "bfcl-base"]  # add "bfcl-miss-func", "bfcl-miss-param", "bfcl-long-context"
-LIMIT = 40  # tasks per suite (None = all)
+LIMIT = {"kit-eval": 40, "bfcl-base": 8}  # tasks per suite (None = all; one number for every suite)
 TRAIN_METRICS = None  # a training run's metrics.jsonl, for the training curves
 TASKS_FILE = None  # kit-eval tasks; None = data/tasks/eval.jsonl (the committed held-out sample)
 LOOP_CONFIG = {}  # agent-loop settings passed to run_episodes (iteration cap, new tokens, ...)
@@ -94,7 +94,8 @@ for suite in SUITES:
         "before": out / suite / "before",
         "after": out / suite / "after",
     }
-    common = dict(limit=LIMIT, seed=SEED, tasks_file=TASKS_FILE, loop_config=LOOP_CONFIG)
+    limit = LIMIT.get(suite) if isinstance(LIMIT, dict) else LIMIT
+    common = dict(limit=limit, seed=SEED, tasks_file=TASKS_FILE, loop_config=LOOP_CONFIG)
     run_eval(before_spec, suite, runs[suite]["before"], label="base", **common)
     run_eval(after_spec, suite, runs[suite]["after"], adapter=after_adapter,
              label="trained" if ADAPTER else "gold", **common)
