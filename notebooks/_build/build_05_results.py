@@ -47,10 +47,12 @@ SMOKE_MODEL = "tiny-random"  # what smoke mode evaluates instead (fast on any CP
 TRAIN_RUN = None  # a `mcp-rl train --out DIR` folder: its adapter/ and metrics.jsonl are used
 ADAPTER = None  # a trained LoRA adapter folder; None -> the gold policy stands in as "after"
 SUITES = ["kit-eval", "bfcl-base"]  # add "bfcl-miss-func", "bfcl-miss-param", "bfcl-long-context"
-LIMIT = {"kit-eval": 40, "bfcl-base": 8}  # tasks per suite (None = all; one number for every suite)
+# CPU budgets (`make demo`): the untrained base model never makes a well-formed call, and a BFCL prompt
+# is ~4-5k tokens per generation, so a few tasks with short turns already show every table and figure.
+LIMIT = {"kit-eval": 20, "bfcl-base": 3}  # tasks per suite (None = all; one number for every suite)
 TRAIN_METRICS = None  # a training run's metrics.jsonl, for the training curves
 TASKS_FILE = None  # kit-eval tasks; None = data/tasks/eval.jsonl (the committed held-out sample)
-LOOP_CONFIG = {}  # agent-loop settings passed to run_episodes (iteration cap, new tokens, ...)
+LOOP_CONFIG = {"max_turns": 3, "max_new_tokens": 96}  # agent-loop settings: RolloutConfig fields
 SEED = 0""")
 params.metadata["tags"] = ["parameters"]
 cells.append(params)
@@ -67,7 +69,7 @@ if SMOKE:  # tiny budgets: a tiny model, a couple of tasks per suite, short gene
     MODEL = SMOKE_MODEL
     LIMIT = 2
     SUITES = ["kit-eval", "bfcl-base"]
-    LOOP_CONFIG = {**SMOKE_LOOP_CONFIG, **LOOP_CONFIG}
+    LOOP_CONFIG = {**LOOP_CONFIG, **SMOKE_LOOP_CONFIG}
 
 if TRAIN_RUN:  # a training run folder holds the adapter and the per-step metrics
     ADAPTER = ADAPTER or str(Path(TRAIN_RUN) / "adapter")
