@@ -171,3 +171,7 @@ def test_two_cpu_processes_with_gloo(tmp_path):
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert proc.stdout.count("WORLD 2 gloo DistributedType.MULTI_CPU") == 2, proc.stdout[-2000:]
     assert (tmp_path / "run" / "adapter" / "adapter_config.json").exists()
+    # each process logs the episodes it sampled to its own file: no interleaved lines
+    for name in ("rollouts.jsonl", "rollouts.1.jsonl"):
+        lines = (tmp_path / "run" / "grpo" / name).read_text().splitlines()
+        assert lines and all(json.loads(line)["step"] == 0 for line in lines)

@@ -102,6 +102,13 @@ def rollout_log_record(step: int, traj: Trajectory) -> dict[str, Any]:
     }
 
 
+def _process_file(path: str | Path, trainer: Any) -> Path:
+    """``path`` for the main process, ``name.<rank>.jsonl`` beside it for the others (no interleaved lines)."""
+    path = Path(path)
+    rank = getattr(getattr(trainer, "accelerator", None), "process_index", 0)
+    return path if not rank else path.with_name(f"{path.stem}.{rank}{path.suffix}")
+
+
 def make_rollout_func(
     loop_config: Any,
     policy_factory: PolicyFactory = transformers_policy,
@@ -152,7 +159,9 @@ def make_rollout_func(
         _log_metrics(trainer, metrics)
         if rollout_log is not None:
             step = trainer.state.global_step
-            write_jsonl(rollout_log, (rollout_log_record(step, t) for t in trajs), append=True)
+            write_jsonl(
+                _process_file(rollout_log, trainer), (rollout_log_record(step, t) for t in trajs), append=True
+            )
         if on_batch is not None:
             on_batch(trajs)
         return out
