@@ -86,6 +86,16 @@ def test_overrides_and_yaml_path(tmp_path):
     assert cfg.load_recipe(path).name == "mine"
 
 
+def test_a_runs_recipe_json_loads_back_as_the_same_recipe(tmp_path):
+    recipe = cfg.with_overrides(
+        cfg.load_recipe("cpu-demo"), {"reward": ["rubric", "prove"], "grpo.reward_weights": [1.0, 0.25]}
+    )
+    saved = tmp_path / "recipe.json"
+    saved.write_text(json.dumps(recipe.to_dict()))
+    again = cfg.load_recipe(saved)
+    assert again.name == "cpu-demo" and again.to_dict() == recipe.to_dict()
+
+
 def test_peft_ref_sync_keys_are_handled_by_the_kit(tmp_path):
     kwargs = cfg.grpo_kwargs(cfg.load_recipe("bespoke"), tmp_path, use_cpu=True)
     assert not set(cfg.PEFT_REF_SYNC_KEYS) & set(kwargs)  # TRL's own sync refuses PEFT models

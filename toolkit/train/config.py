@@ -110,7 +110,9 @@ def load_recipe(name_or_path: str | Path) -> Recipe:
         if not path.exists():
             raise RecipeError(f"unknown recipe {name_or_path!r}; shipped: {', '.join(list_recipes())}")
     data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    return recipe_from_dict(data, name=path.stem)
+    # a run's recipe.json (JSON is YAML) carries the name of the recipe it was made from
+    name = data.pop("name", None) if isinstance(data, dict) else None
+    return recipe_from_dict(data, name=name or path.stem)
 
 
 def recipe_from_dict(data: dict[str, Any], name: str = "custom") -> Recipe:
