@@ -407,3 +407,36 @@ def test_an_episode_timeout_is_counted_as_timeout_not_tool_error(tok):
         ("fail", False, "timeout"),
         ("add", True, ""),
     ]
+
+
+def test_compact_schemas_shorten_what_the_model_reads_not_what_is_validated(tok):
+    from pydantic import BaseModel
+
+    from toolkit.agent.schema import compact_schema
+
+    class Args(BaseModel):
+        title: str  # a property *named* title stays
+        limit: int | None = None
+        tags: list[str] | None = None
+
+    full = Args.model_json_schema()
+    small = compact_schema(full)
+    assert "title" not in small and set(small["properties"]) == {"title", "limit", "tags"}
+    assert small["properties"]["limit"] == {"type": "integer"}
+    assert small["properties"]["tags"] == {"items": {"type": "string"}, "type": "array"}
+    assert small["required"] == ["title"] and len(json.dumps(small)) < 0.6 * len(json.dumps(full))
+    assert compact_schema({"anyOf": [{"type": "string"}, {"type": "integer"}]}) == {
+        "anyOf": [{"type": "string"}, {"type": "integer"}]
+    }  # a real union is kept
+
+    seen = []
+
+    def script(req):
+        seen.append(req.tools)
+        return [call("add", a="2", b="x"), "done"][req.step]
+
+    (traj,) = run([make_task()], ScriptedPolicy(script, tok), RolloutConfig(compact_schemas=True))
+    shown = {t["function"]["name"]: t["function"]["parameters"] for t in seen[0]}
+    assert shown["add"] == compact_schema(shown["add"]) and traj.metadata["tools"] == seen[0]
+    assert traj.calls[0].error.startswith("schema")  # still checked against the server's schema
+    assert_token_exact(traj, tok)

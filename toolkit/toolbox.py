@@ -23,11 +23,17 @@ class ToolSpec:
     server: str = ""
     annotations: dict[str, Any] = field(default_factory=dict)  # readOnlyHint, destructiveHint, ...
 
-    def to_openai(self) -> dict[str, Any]:
-        """The OpenAI / Hugging Face chat-template tool format."""
+    def to_openai(self, *, compact: bool = False) -> dict[str, Any]:
+        """The OpenAI / Hugging Face chat-template tool format; ``compact`` strips schema annotations
+        the model does not need (``toolkit.agent.schema.compact_schema``)."""
+        parameters = self.input_schema
+        if compact:
+            from toolkit.agent.schema import compact_schema
+
+            parameters = compact_schema(parameters)
         return {
             "type": "function",
-            "function": {"name": self.name, "description": self.description, "parameters": self.input_schema},
+            "function": {"name": self.name, "description": self.description, "parameters": parameters},
         }
 
 
