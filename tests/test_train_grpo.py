@@ -79,6 +79,32 @@ def test_recipe_runs_sft_then_grpo_masks_tools_and_resumes(tmp_path):
 
 
 @pytest.mark.integration
+def test_evaluate_compares_the_warm_start_and_grpo_on_held_out_tasks(tmp_path):
+    from toolkit.train.config import recipe_from_dict
+    from toolkit.train.pipeline import PRIMARY_METRIC, run_recipe
+
+    recipe = dict(
+        SMALL,
+        eval_tasks=str(TASKS),
+        rollout=dict(SMALL["rollout"], compact_schemas=True),
+        grpo=dict(SMALL["grpo"], max_steps=1, mask_truncated_completions=False),
+        eval={"n_tasks": 2, "merge_adapter": True, "rollout": {"max_padding": 0.3}},
+    )
+    out = tmp_path / "run"
+    summary = run_recipe(recipe_from_dict(recipe, "small"), out, evaluate=True)
+    for stage in ("sft", "grpo"):
+        result = json.loads((out / "eval" / stage / "results.json").read_text())
+        assert result["aggregate"]["metrics"][PRIMARY_METRIC]["n"] == 2  # the file's eval split
+        assert result["config"]["loop_config"]["temperature"] == 0.0
+        assert result["config"]["loop_config"]["max_padding"] == 0.3
+    diff = summary["comparison"][PRIMARY_METRIC]
+    assert set(diff) >= {"before", "after", "diff", "ci_low", "ci_high", "outside_ci"}
+    assert {"eval_before_s", "grpo_s", "eval_after_s"} <= set(summary["timings_s"])
+    prompt = json.loads((out / "eval" / "sft" / "trajectories.jsonl").read_text().splitlines()[0])
+    assert '"title"' not in json.dumps(prompt["metadata"]["tools"])  # compact schemas reach the eval
+
+
+@pytest.mark.integration
 def test_rollout_func_returns_env_mask_and_trajectories(tmp_path):
     """The rollout output TRL receives: tool-output tokens are masked, one sample per prompt."""
     from toolkit.agent.loop import RolloutConfig

@@ -247,7 +247,7 @@ def _run_cpu(recipe: Recipe, out: Path, *, resume: bool, evaluate: bool, merge: 
     before_dir = out / "eval" / ("sft" if warm else "base")
     if evaluate and not (resume and (before_dir / "results.json").exists()):
         t0 = time.time()
-        model, tokenizer = load_policy(recipe.model, adapter=str(warm) if warm else None, dtype=recipe.dtype)
+        model, tokenizer = _load_for_eval(recipe, warm)
         res = evaluate_model(
             model, tokenizer, eval_tasks, before_dir, "sft-only" if warm else "base", eval_loop
         )
@@ -292,7 +292,7 @@ def _run_cpu(recipe: Recipe, out: Path, *, resume: bool, evaluate: bool, merge: 
         after_dir = out / "eval" / "grpo"
         if not (resume and (after_dir / "results.json").exists()):
             t0 = time.time()
-            model, tokenizer = load_policy(recipe.model, adapter=str(final_adapter), dtype=recipe.dtype)
+            model, tokenizer = _load_for_eval(recipe, final_adapter)
             res = evaluate_model(model, tokenizer, eval_tasks, after_dir, "grpo", eval_loop)
             timings["eval_after_s"] = time.time() - t0
             _log(f"held-out after GRPO: {_headline(res)}")
@@ -308,6 +308,18 @@ def _run_cpu(recipe: Recipe, out: Path, *, resume: bool, evaluate: bool, merge: 
     if is_main_process():
         (out / "summary.json").write_text(json.dumps(summary, indent=1, sort_keys=True) + "\n")
     return summary
+
+
+def _load_for_eval(recipe: Recipe, adapter: Path | None) -> tuple[Any, Any]:
+    """The model to evaluate; with ``eval.merge_adapter`` the LoRA weights are merged into the base
+    weights first (PEFT ``merge_and_unload``): no adapter layers in every forward pass, at the price of
+    rounding the merged weights to the model's dtype."""
+    from toolkit.train.models import load_policy
+
+    model, tokenizer = load_policy(recipe.model, adapter=str(adapter) if adapter else None, dtype=recipe.dtype)
+    if adapter and recipe.eval.get("merge_adapter"):
+        model = model.merge_and_unload()
+    return model, tokenizer
 
 
 def _headline(result: dict[str, Any]) -> str:
