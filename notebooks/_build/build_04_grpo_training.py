@@ -78,7 +78,8 @@ The kit ships each write-up's recipe as a documented YAML file (every knob with 
   is first-order.
 - **PROVE** (IBM): a judge-free programmatic reward (call validity, dependency-aware coverage, efficiency,
   tool precision, argument match), KL 0.01, 16 generations per task, batch 16.
-- **cpu-demo**: the embedded 135M model on a 2-core CPU: short tasks, bf16, batched episodes, warm start.
+- **cpu-demo**: the embedded 135M model on a 2-core CPU: short tasks, bf16, batched episodes, warm start,
+  rubric reward plus a quarter of PROVE's (ties broken, extra calls cost).
 
 With LoRA, TRL keeps the reference model as a frozen copy of the starting adapter; the kit refreshes
 that copy every `ref_model_sync_steps` steps (TRL's own `sync_ref_model` needs a full reference model)."""
@@ -135,7 +136,8 @@ GRPO model with a paired bootstrap comparison. The same run from a shell:
 
 What to watch: the **reward** and its spread; the **share of zero-variance groups** (groups where every
 episode got the same reward teach nothing: if it stays near 1, the warm start or the reward is the
-problem); **clipped completions** (episodes cut at the length budget, masked by overlong filtering);
+problem); **clipped completions** (episodes cut at the length budget; out of the loss where the recipe
+uses overlong filtering, `mask_truncated_completions`);
 tool calls per episode, tool failure rate and finish rate (Scale: trained models learn to stop)."""
     ),
     code(
