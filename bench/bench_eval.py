@@ -32,15 +32,17 @@ def _signature(traj) -> tuple:
 
 
 def run(args: argparse.Namespace) -> dict:
+    """Time every variant in ``args.variants`` on the run's first ``args.limit`` held-out tasks."""
     from toolkit.agent.loop import RolloutStats, rollout
     from toolkit.agent.policies import TransformersPolicy
     from toolkit.train.config import load_recipe
     from toolkit.train.models import load_policy
-    from toolkit.train.pipeline import read_tasks
+    from toolkit.train.pipeline import read_tasks, resolve_task_files
 
     run_dir = Path(args.run)
     recipe = load_recipe(str(run_dir / "recipe.json"))
-    tasks = read_tasks(run_dir / "tasks" / "eval.jsonl", "eval")[: args.limit]
+    _, eval_file = resolve_task_files(recipe, run_dir)
+    tasks = read_tasks(eval_file, "eval")[: args.limit]
     adapter = run_dir / "sft" / "adapter"
     rows, baseline = [], None
     models = {}

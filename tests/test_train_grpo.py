@@ -73,13 +73,18 @@ def test_recipe_runs_sft_then_grpo_masks_tools_and_resumes(tmp_path):
     import shutil
 
     shutil.rmtree(out / "adapter")
+    log = out / "grpo" / "rollouts.jsonl"
+    with log.open("a") as f:  # the killed run had sampled step 2 and was cut while writing
+        f.write(json.dumps({"step": 2, "messages": ["never saved"]}) + "\n" + '{"step": 2, "mess')
     more = dict(SMALL, grpo=dict(SMALL["grpo"], max_steps=3))
     summary = run_recipe(recipe_from_dict(more, "small"), out, resume=True)
     assert summary["grpo_steps"] == 3
+    steps = [json.loads(line)["step"] for line in log.read_text().splitlines()]
+    assert sorted(steps) == [0, 0, 1, 1, 2, 2]  # one set of episodes per step
 
 
 @pytest.mark.integration
-def test_evaluate_compares_the_warm_start_and_grpo_on_held_out_tasks(tmp_path):
+def test_evaluate_compares_the_warm_start_and_grpo_on_held_out_tasks(tmp_path, capsys):
     from toolkit.train.config import recipe_from_dict
     from toolkit.train.pipeline import PRIMARY_METRIC, run_recipe
 
@@ -102,6 +107,14 @@ def test_evaluate_compares_the_warm_start_and_grpo_on_held_out_tasks(tmp_path):
     assert {"eval_before_s", "grpo_s", "eval_after_s"} <= set(summary["timings_s"])
     prompt = json.loads((out / "eval" / "sft" / "trajectories.jsonl").read_text().splitlines()[0])
     assert '"title"' not in json.dumps(prompt["metadata"]["tools"])  # compact schemas reach the eval
+
+    # the evaluation-speed benchmark runs on such a run folder (its numbers are in the README)
+    from bench.bench_eval import VARIANTS, main
+
+    main(["--run", str(out), "--limit", "2"])
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith('{"variant')]
+    assert [r["variant"] for r in rows] == list(VARIANTS)
+    assert all(r["episodes"] == 2 and 0 <= r["same_as_first"] <= 2 for r in rows)
 
 
 @pytest.mark.integration

@@ -109,6 +109,23 @@ def _process_file(path: str | Path, trainer: Any) -> Path:
     return path if not rank else path.with_name(f"{path.stem}.{rank}{path.suffix}")
 
 
+def _drop_steps_from(path: Path, step: int) -> None:
+    """Drop the lines of ``step`` and later: a killed run logged episodes of steps it never saved, and
+    the resumed run samples those steps again (one set of episodes per step, as in metrics.jsonl).
+    Only called at the first batch of a process, so with ``step`` 0 a rerun starts a fresh log."""
+    if not path.exists():
+        return
+    kept = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            if json.loads(line).get("step", 0) >= step:
+                continue
+        except ValueError:
+            continue  # the last line, cut short by the kill: its step is sampled again
+        kept.append(line)
+    path.write_text("".join(k + "\n" for k in kept), encoding="utf-8")
+
+
 def make_rollout_func(
     loop_config: Any,
     policy_factory: PolicyFactory = transformers_policy,
@@ -129,6 +146,8 @@ def make_rollout_func(
             calls, stop reason): what the policy actually did, for reading a run after the fact.
     """
     from toolkit.agent.loop import rollout
+
+    started_logs: set[Path] = set()
 
     def rollout_func(prompts: list[Any], trainer: Any) -> dict[str, list]:
         rows = getattr(trainer, "_kit_rows", None)
@@ -159,9 +178,11 @@ def make_rollout_func(
         _log_metrics(trainer, metrics)
         if rollout_log is not None:
             step = trainer.state.global_step
-            write_jsonl(
-                _process_file(rollout_log, trainer), (rollout_log_record(step, t) for t in trajs), append=True
-            )
+            log_file = _process_file(rollout_log, trainer)
+            if log_file not in started_logs:  # first batch of this process: a resumed run starts here
+                started_logs.add(log_file)
+                _drop_steps_from(log_file, step)
+            write_jsonl(log_file, (rollout_log_record(step, t) for t in trajs), append=True)
         if on_batch is not None:
             on_batch(trajs)
         return out
