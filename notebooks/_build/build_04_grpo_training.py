@@ -157,7 +157,7 @@ else:
 
 A few GRPO steps on 30 tasks (above) show the machinery, not learning: the confidence intervals are
 wider than any change such a short run can make. `make reproduce-cpu` runs the `cpu-demo` recipe at its
-own budgets (about an hour on 2 cores) and writes `runs/cpu-demo`; when that folder exists, its curves
+own budgets (49 minutes on 2 idle cores) and writes `runs/cpu-demo`; when that folder exists, its curves
 and its paired comparison (SFT-only vs SFT + GRPO, 100 held-out tasks) are shown here."""
     ),
     code(
@@ -169,7 +169,7 @@ if not SMOKE and (proof / "summary.json").exists():
     if "comparison" in proof_summary:
         display(pd.DataFrame(proof_summary["comparison"]).T[["before", "after", "diff", "ci_low", "ci_high", "outside_ci"]])
 else:
-    print(f"no finished proof run at {proof.resolve()}: run `make reproduce-cpu` (about an hour on 2 cores)")"""
+    print(f"no finished proof run at {proof.resolve()}: run `make reproduce-cpu` (49 minutes on 2 idle cores)")"""
     ),
     md(
         """## On a GPU (Colab T4 / A100 / H100)

@@ -316,7 +316,9 @@ def _load_for_eval(recipe: Recipe, adapter: Path | None) -> tuple[Any, Any]:
     rounding the merged weights to the model's dtype."""
     from toolkit.train.models import load_policy
 
-    model, tokenizer = load_policy(recipe.model, adapter=str(adapter) if adapter else None, dtype=recipe.dtype)
+    model, tokenizer = load_policy(
+        recipe.model, adapter=str(adapter) if adapter else None, dtype=recipe.dtype
+    )
     if adapter and recipe.eval.get("merge_adapter"):
         model = model.merge_and_unload()
     return model, tokenizer
