@@ -84,7 +84,7 @@ def test_recipe_runs_sft_then_grpo_masks_tools_and_resumes(tmp_path):
 
 
 @pytest.mark.integration
-def test_evaluate_compares_the_warm_start_and_grpo_on_held_out_tasks(tmp_path, capsys):
+def test_evaluate_compares_the_warm_start_and_grpo_on_held_out_tasks(tmp_path):
     from toolkit.train.config import recipe_from_dict
     from toolkit.train.pipeline import PRIMARY_METRIC, run_recipe
 
@@ -109,11 +109,15 @@ def test_evaluate_compares_the_warm_start_and_grpo_on_held_out_tasks(tmp_path, c
     assert '"title"' not in json.dumps(prompt["metadata"]["tools"])  # compact schemas reach the eval
 
     # the evaluation-speed benchmark runs on such a run folder (its numbers are in the README)
-    from bench.bench_eval import VARIANTS, main
-
-    main(["--run", str(out), "--limit", "2"])
-    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith('{"variant')]
-    assert [r["variant"] for r in rows] == list(VARIANTS)
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench.bench_eval", "--run", str(out), "--limit", "2"],
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).resolve().parent.parent,
+        check=True,
+    )
+    rows = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith('{"variant')]
+    assert [r["variant"] for r in rows] == ["adapter", "buckets", "merged", "merged+buckets"]
     assert all(r["episodes"] == 2 and 0 <= r["same_as_first"] <= 2 for r in rows)
 
 
