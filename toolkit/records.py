@@ -39,7 +39,7 @@ import functools
 import json
 import types
 import typing
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal
@@ -232,6 +232,23 @@ def write_jsonl(
             fh.write(_dumps_line(d))
             n += 1
     return n
+
+
+def drop_jsonl_records(path: str | Path, drop: Callable[[dict[str, Any]], bool]) -> None:
+    """Rewrite a JSONL log without the records ``drop`` selects and without unreadable lines (the last
+    line of a killed run, cut short). Used when a resumed run redoes steps the log already has."""
+    path = Path(path)
+    if not path.exists():
+        return
+    kept = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(rec, dict) and not drop(rec):
+            kept.append(line + "\n")
+    path.write_text("".join(kept), encoding="utf-8")
 
 
 def _dumps_line(d: dict[str, Any]) -> str:

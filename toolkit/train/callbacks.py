@@ -20,6 +20,8 @@ from typing import Any
 
 from transformers import TrainerCallback
 
+from toolkit.records import drop_jsonl_records
+
 METRICS_FILE = "metrics.jsonl"
 
 
@@ -43,18 +45,12 @@ class MetricsJsonlCallback(TrainerCallback):
     def on_train_begin(self, args, state, control, **kwargs):  # noqa: D102
         # A resumed run restarts at its checkpoint: drop the lines this phase logged after it, so the
         # file has one record per step (the killed run may have logged steps it never saved).
-        if not state.is_world_process_zero or state.global_step == 0 or not self.path.exists():
+        if not state.is_world_process_zero or state.global_step == 0:
             return
-        kept = []
-        for line in self.path.read_text(encoding="utf-8").splitlines():
-            try:
-                rec = json.loads(line)
-            except ValueError:
-                continue
-            if rec.get("phase") == self.phase and rec.get("phase_step", 0) > state.global_step:
-                continue
-            kept.append(line)
-        self.path.write_text("".join(k + "\n" for k in kept), encoding="utf-8")
+        drop_jsonl_records(
+            self.path,
+            lambda rec: rec.get("phase") == self.phase and rec.get("phase_step", 0) > state.global_step,
+        )
 
     def on_log(self, args, state, control, logs=None, **kwargs):  # noqa: D102 (TrainerCallback API)
         if not state.is_world_process_zero or not logs:

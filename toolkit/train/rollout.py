@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from toolkit.records import Task, Trajectory, write_jsonl
+from toolkit.records import Task, Trajectory, drop_jsonl_records, write_jsonl
 
 PolicyFactory = Callable[[Any], Any]  # trainer -> toolkit.agent.policies.Policy
 
@@ -109,23 +109,6 @@ def _process_file(path: str | Path, trainer: Any) -> Path:
     return path if not rank else path.with_name(f"{path.stem}.{rank}{path.suffix}")
 
 
-def _drop_steps_from(path: Path, step: int) -> None:
-    """Drop the lines of ``step`` and later: a killed run logged episodes of steps it never saved, and
-    the resumed run samples those steps again (one set of episodes per step, as in metrics.jsonl).
-    Only called at the first batch of a process, so with ``step`` 0 a rerun starts a fresh log."""
-    if not path.exists():
-        return
-    kept = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            if json.loads(line).get("step", 0) >= step:
-                continue
-        except ValueError:
-            continue  # the last line, cut short by the kill: its step is sampled again
-        kept.append(line)
-    path.write_text("".join(k + "\n" for k in kept), encoding="utf-8")
-
-
 def make_rollout_func(
     loop_config: Any,
     policy_factory: PolicyFactory = transformers_policy,
@@ -181,7 +164,8 @@ def make_rollout_func(
             log_file = _process_file(rollout_log, trainer)
             if log_file not in started_logs:  # first batch of this process: a resumed run starts here
                 started_logs.add(log_file)
-                _drop_steps_from(log_file, step)
+                # a killed run logged the episodes of steps it never saved: they are sampled again
+                drop_jsonl_records(log_file, lambda rec: rec.get("step", 0) >= step)
             write_jsonl(log_file, (rollout_log_record(step, t) for t in trajs), append=True)
         if on_batch is not None:
             on_batch(trajs)
