@@ -168,8 +168,9 @@ def compact_schema(schema: Any) -> Any:
     """The same JSON schema with less to read: no ``title`` annotations, ``Optional[X]``'s
     ``anyOf: [X, {"type": "null"}]`` written as X, no ``"default": null``.
 
-    Pydantic-generated schemas (the MCP SDK's FastMCP tools) spend about half of their tokens on these,
-    and on a small model every prompt token costs prefill on every turn. Only what the model reads is
+    Pydantic-generated schemas (the MCP SDK's FastMCP tools) spend many of their tokens on these (the
+    cpu-demo prompts: 786 -> 660 tokens on average), and on a small model every prompt token costs
+    prefill on every turn. Only what the model reads is
     compacted: arguments are still validated against the server's full schema. An optional argument
     stays optional (it is not in ``required``), so leaving it out means null as before."""
     if isinstance(schema, list):
