@@ -247,7 +247,8 @@ class _Episode:
         self.config = config
         self.fmt = fmt  # None for message-level backends (no token bookkeeping)
         self.visible: dict[str, ToolSpec] = {}
-        self.initial_tools: list[dict[str, Any]] = []
+        self.initial_tools: list[dict[str, Any]] = []  # in the first prompt
+        self.shown_tools: list[dict[str, Any]] = []  # visible now (BFCL reveals some in later turns)
         self.step = 0
         self.turn = 0
         self.env_s = 0.0
@@ -292,8 +293,9 @@ class _Episode:
         if continuing:
             raise _Stop("length")
 
-    def _tool_listing(self, specs: Any) -> list[dict[str, Any]]:
-        return [s.to_openai(compact=self.config.compact_schemas) for s in specs]
+    def _tool_listing(self) -> list[dict[str, Any]]:
+        """The visible tools as the model reads them; rendered when they change, not per generation."""
+        return [s.to_openai(compact=self.config.compact_schemas) for s in self.visible.values()]
 
     # ---- the loop ---------------------------------------------------------------------------------
 
@@ -310,7 +312,7 @@ class _Episode:
         self.visible = {name: specs[name] for name in enabled if name not in hidden}
         if config.finish_tool:
             self.visible[FINISH_TOOL] = FINISH_SPEC
-        self.initial_tools = self._tool_listing(self.visible.values())
+        self.initial_tools = self.shown_tools = self._tool_listing()
         self.traj.metadata["tools"] = self.initial_tools
 
         system = (
@@ -336,6 +338,7 @@ class _Episode:
             if turn > 0:
                 new = [specs[name] for name in later.get(turn, []) if name in specs and name in enabled]
                 self.visible.update({s.name: s for s in new})
+                self.shown_tools = self._tool_listing()
                 followup = clean_text(_user_turn_text(task.followups[turn - 1], new, config.compact_schemas))
                 pending.append({"role": "user", "content": followup})
                 self._add_env(pending, continuing=True)
@@ -361,7 +364,7 @@ class _Episode:
                 turn=self.turn,
                 step=self.step,
                 messages=self.traj.messages,
-                tools=self._tool_listing(self.visible.values()),
+                tools=self.shown_tools,
                 prompt_ids=self.traj.prompt_ids + self.traj.completion_ids if self.fmt is not None else None,
                 max_new_tokens=max_new,
                 temperature=config.temperature,
