@@ -5,6 +5,7 @@
 ``as_trl_reward_func`` adapts any of them to TRL's ``reward_funcs``. Ranges:
 
 - ``rubric`` / ``rubric-judge``: fraction of essential rubric items passed, [0, 1] (Scale).
+- ``rubric-pass``: 1 when at least ``threshold`` (0.75) of the essential rubric items pass, {0, 1}.
 - ``atlas``: MCP-Atlas claim coverage (fulfilled 1 / partial 0.5 / not 0), [0, 1], with pass@0.50/0.75.
 - ``prove``: PROVE's programmatic reward, (-inf, 1] (negative only through the efficiency penalty).
 - ``graduated``: atomic validity + orchestration consistency, [0, 1].

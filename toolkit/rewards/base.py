@@ -100,6 +100,7 @@ def combine(parts: Sequence[tuple[Reward, float]], name: str | None = None) -> R
 REGISTRY: dict[str, str] = {
     "rubric": "toolkit.rewards.rubric:RubricReward",
     "rubric-judge": "toolkit.rewards.rubric:judge_rubric_reward",
+    "rubric-pass": "toolkit.rewards.rubric:rubric_pass_reward",
     "atlas": "toolkit.rewards.atlas:AtlasReward",
     "prove": "toolkit.rewards.prove:ProveReward",
     "graduated": "toolkit.rewards.graduated:GraduatedReward",

@@ -20,7 +20,7 @@ from typing import Any, Literal, Protocol
 
 from toolkit.records import RewardResult, RubricItem, Task, Trajectory
 from toolkit.rewards import normalize as norm
-from toolkit.rewards.base import Reward, answer_text, model_calls
+from toolkit.rewards.base import Reward, Thresholded, answer_text, model_calls
 
 Verdict = Literal["pass", "partial", "fail"]
 VERDICT_CREDIT = {"pass": 1.0, "partial": 0.5, "fail": 0.0}
@@ -261,3 +261,14 @@ def judge_rubric_reward(**judge_config: Any) -> RubricReward:
     """``get_reward("rubric-judge", base_url=..., model=..., api_key_env=...)``: the rubric reward
     graded by an LLM judge (config: ``toolkit.rewards.judge.JudgeGrader``)."""
     return RubricReward(grader="judge", judge=judge_config)
+
+
+def rubric_pass_reward(threshold: float = 0.75, **rubric_config: Any) -> Thresholded:
+    """``get_reward("rubric-pass", threshold=0.75)``: 1.0 when the episode passes at least ``threshold`` of
+    its essential rubric items, else 0.0: the per-episode form of the pass@0.75 that evaluation reports
+    (a task-completion reward, as Bespoke Labs' binary BFCL reward is). Added to the dense rubric reward,
+    it pays a whole extra unit for the last item that completes a task, usually the final answer.
+    ``rubric_config`` goes to ``RubricReward`` (``grader``, ``judge``)."""
+    if not 0.0 < threshold <= 1.0:
+        raise ValueError(f"rubric-pass threshold must be in (0, 1], got {threshold}")
+    return Thresholded(RubricReward(**rubric_config), threshold, name="rubric-pass")
