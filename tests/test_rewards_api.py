@@ -12,7 +12,7 @@ from toolkit.rewards.perturb import PERTURBATIONS, perturb, sample_group
 
 
 def test_registry_names_and_unknown():
-    assert {"rubric", "rubric-judge", "atlas", "prove", "graduated", "toolrl", "bfcl"} <= set(list_rewards())
+    assert {"rubric", "rubric-judge", "rubric-pass", "atlas", "prove", "graduated", "toolrl", "bfcl"} <= set(list_rewards())
     with pytest.raises(KeyError, match="unknown reward"):
         get_reward("nope")
     r = get_reward("prove", alpha=0.25, tool_schemas=TOOL_SCHEMAS)
@@ -127,3 +127,17 @@ def test_binarize_and_zero_variance_share():
     zv = zero_variance_table(groups, {"rubric": rubric, "binary": binary})
     assert zv.loc["rubric", "zero_variance_share"] == 0.5 and zv.loc["binary", "zero_variance_share"] == 0.5
     assert zv.loc["binary", "mean_group_std"] == pytest.approx((0 + 0.5) / 2)
+
+
+def test_rubric_pass_is_the_per_episode_pass_at_threshold():
+    task = helpdesk_task()
+    gold = example_gold(task)
+    wrong = perturb(task, gold, ["wrong_answer"])  # 3 of the 5 essential items
+    strict, loose = get_reward("rubric-pass"), get_reward("rubric-pass", threshold=0.5)
+    assert strict.name == "rubric-pass" and strict.range == (0.0, 1.0)
+    assert [strict(task, t).score for t in (gold, wrong)] == [1.0, 0.0]
+    assert loose(task, wrong).score == 1.0
+    assert strict(task, wrong).breakdown["rubric"] == pytest.approx(0.6)
+    assert as_trl_reward_func(strict).__name__ == "reward_rubric_pass"
+    with pytest.raises(ValueError, match="threshold"):
+        get_reward("rubric-pass", threshold=0.0)

@@ -103,6 +103,7 @@ REGISTRY: dict[str, str] = {
     "rubric-pass": "toolkit.rewards.rubric:rubric_pass_reward",
     "atlas": "toolkit.rewards.atlas:AtlasReward",
     "prove": "toolkit.rewards.prove:ProveReward",
+    "finished": "toolkit.rewards.finished:FinishedReward",
     "graduated": "toolkit.rewards.graduated:GraduatedReward",
     "toolrl": "toolkit.rewards.toolrl:ToolRLReward",
     "bfcl": "toolkit.rewards.bfcl:BFCLReward",
