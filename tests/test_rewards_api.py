@@ -143,3 +143,21 @@ def test_rubric_pass_is_the_per_episode_pass_at_threshold():
     assert as_trl_reward_func(strict).__name__ == "reward_rubric_pass"
     with pytest.raises(ValueError, match="threshold"):
         get_reward("rubric-pass", threshold=0.0)
+
+
+def test_finished_pays_for_a_reply_not_for_running_out_of_turns():
+    import dataclasses
+
+    task = helpdesk_task()
+    gold = example_gold(task)
+    finished = get_reward("finished")
+    scores = {
+        reason: finished(task, dataclasses.replace(gold, stop_reason=reason)).score
+        for reason in ("finish", "no_tool_call", "max_turns", "length", "error")
+    }
+    assert scores == {"finish": 1.0, "no_tool_call": 1.0, "max_turns": 0.0, "length": 0.0, "error": 0.0}
+    fn = as_trl_reward_func(finished)
+    cut = dataclasses.replace(gold, stop_reason="max_turns").to_dict()
+    assert fn(
+        prompts=["p"] * 2, completions=["c"] * 2, task=[task.to_dict()] * 2, trajectory=[gold, cut]
+    ) == [1.0, 0.0]
