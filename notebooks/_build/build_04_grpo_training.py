@@ -34,10 +34,10 @@ OUT_DIR = "../build/notebooks/04_grpo_training"
 RECIPE = "cpu-demo"     # bespoke | scale | prove | cpu-demo (toolkit/train/recipes/*.yaml)
 MODEL = None            # None: the recipe's model (cpu-demo: the embedded smollm2-135m)
 # Budgets: a ~20-minute tour on a 2-core CPU (`make demo`). The full CPU proof (the recipe's own
-# budgets: 20 SFT steps, 20 GRPO steps, 100 held-out tasks) is `make reproduce-cpu`; its run folder is
+# budgets: 20 SFT steps, 26 GRPO steps, 100 held-out tasks) is `make reproduce-cpu`; its run folder is
 # shown at the end of this notebook when it exists (PROOF_RUN).
 SFT_STEPS = 20          # warm-start steps (batch 4)
-GRPO_STEPS = 4          # GRPO steps (2 tasks x 4 episodes each); the recipe's own is 20
+GRPO_STEPS = 4          # GRPO steps (1 task x 8 episodes each); the recipe's own is 26
 N_TASKS = 120           # synthesised train tasks
 N_EVAL = 30             # held-out tasks for the before/after comparison; the recipe's own is 100
 EVALUATE = True         # greedy held-out evaluation of the SFT-only and the GRPO model
@@ -79,7 +79,7 @@ The kit ships each write-up's recipe as a documented YAML file (every knob with 
 - **PROVE** (IBM): a judge-free programmatic reward (call validity, dependency-aware coverage, efficiency,
   tool precision, argument match), KL 0.01, 16 generations per task, batch 16.
 - **cpu-demo**: the embedded 135M model on a 2-core CPU: short tasks, bf16, batched episodes, warm start,
-  rubric reward plus a quarter of PROVE's (ties broken, extra calls cost).
+  rubric reward plus half of PROVE's (ties broken; calls beyond the gold count cost).
 
 With LoRA, TRL keeps the reference model as a frozen copy of the starting adapter; the kit refreshes
 that copy every `ref_model_sync_steps` steps (TRL's own `sync_ref_model` needs a full reference model)."""
