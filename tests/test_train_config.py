@@ -211,3 +211,25 @@ def test_metrics_file_drops_steps_after_the_resumed_checkpoint(tmp_path):
     resumed.on_train_begin(None, SimpleNamespace(is_world_process_zero=True, global_step=2), None)
     rows = [json.loads(x) for x in path.read_text().splitlines()]
     assert [r["step"] for r in rows] == [11, 12] and rows[0]["phase"] == "grpo" and rows[1]["reward"] == 0.2
+
+
+def test_grpo_task_kinds_narrow_grpo_and_leave_the_warm_start_every_kind(tmp_path):
+    from toolkit.records import Task
+    from toolkit.train.pipeline import grpo_tasks, load_train_tasks
+
+    kinds = ["lookup", "write", "chain", "write", "lookup"]
+    path = tmp_path / "tasks.jsonl"
+    path.write_text(
+        "".join(
+            json.dumps(Task(f"t{i}", "train", "p", [], [], 0, metadata={"kind": k}).to_dict()) + "\n"
+            for i, k in enumerate(kinds)
+        )
+    )
+    recipe = cfg.with_overrides(cfg.load_recipe("cpu-demo"), {"grpo_task_kinds": ["lookup", "chain"]})
+    tasks = load_train_tasks(recipe, path)
+    assert [t.id for t in tasks] == ["t0", "t1", "t2", "t3", "t4"]  # SFT still sees writes
+    assert [t.id for t in grpo_tasks(recipe, tasks)] == ["t0", "t2", "t4"]
+    unset = cfg.with_overrides(recipe, {}, unset=["grpo_task_kinds"])
+    assert grpo_tasks(unset, tasks) == tasks
+    with pytest.raises(ValueError, match="none of the 5 training tasks"):
+        grpo_tasks(cfg.with_overrides(recipe, {"grpo_task_kinds": ["abstain"]}), tasks)

@@ -4,6 +4,7 @@ A recipe has these sections (each documented, with its source, in the recipe fil
 
 - ``model``, ``dtype``, ``backend`` (auto | gpu | cpu), ``seed``
 - ``tasks`` / ``eval_tasks``: task JSONL files (``mcp-rl synth`` output); ``task_kinds``/``max_tasks`` filter
+  them; ``grpo_task_kinds`` narrows the tasks GRPO samples from (the warm start keeps every kind)
 - ``synth``: optional ``mcp-rl synth`` settings (preset, n, n_eval, seed) used when the task files
   do not exist: the tasks are then generated into the run folder
 - ``reward`` (a ``toolkit.rewards`` name, or a list of names that TRL sums with ``grpo.reward_weights``)
@@ -37,6 +38,7 @@ TOP_LEVEL = {
     "tasks",
     "eval_tasks",
     "task_kinds",
+    "grpo_task_kinds",
     "max_tasks",
     "reward",
     "synth",
@@ -74,6 +76,7 @@ class Recipe:
     backend: str = "auto"
     seed: int = 0
     task_kinds: list[str] | None = None
+    grpo_task_kinds: list[str] | None = None  # GRPO's share of the tasks; None = all of task_kinds
     max_tasks: int | None = None
     reward_config: dict[str, Any] = field(default_factory=dict)
     lora: dict[str, Any] = field(default_factory=dict)

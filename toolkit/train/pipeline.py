@@ -114,6 +114,22 @@ def load_train_tasks(recipe: Recipe, source: str | Path) -> list[Task]:
     return tasks[: recipe.max_tasks] if recipe.max_tasks else tasks
 
 
+def grpo_tasks(recipe: Recipe, tasks: list[Task]) -> list[Task]:
+    """The training tasks GRPO samples from: those of ``grpo_task_kinds`` when the recipe sets it.
+
+    A kind the warm-started model never solves gives groups with one reward for all episodes: zero
+    advantage, no gradient, a step spent for nothing (README, "The CPU proof")."""
+    if not recipe.grpo_task_kinds:
+        return tasks
+    kinds = set(recipe.grpo_task_kinds)
+    chosen = [t for t in tasks if t.metadata.get("kind") in kinds]
+    if not chosen:
+        raise ValueError(
+            f"grpo_task_kinds {sorted(kinds)}: none of the {len(tasks)} training tasks has such a kind"
+        )
+    return chosen
+
+
 # ---- evaluation ----------------------------------------------------------------------------------------
 
 
@@ -265,7 +281,7 @@ def _run_cpu(recipe: Recipe, out: Path, *, resume: bool, evaluate: bool, merge: 
         trainer = build_grpo_trainer(
             model,
             tokenizer,
-            tasks,
+            grpo_tasks(recipe, tasks),
             grpo_config,
             loop,
             reward=recipe.reward,

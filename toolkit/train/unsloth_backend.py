@@ -89,7 +89,7 @@ def run_recipe_gpu(
     from toolkit.train import config as cfg
     from toolkit.train.callbacks import MetricsJsonlCallback
     from toolkit.train.grpo import build_grpo_trainer
-    from toolkit.train.pipeline import last_checkpoint, load_train_tasks, resolve_task_files
+    from toolkit.train.pipeline import grpo_tasks, last_checkpoint, load_train_tasks, resolve_task_files
     from toolkit.train.sft import gold_trajectories, run_sft, sft_rows
 
     train_file, _ = resolve_task_files(recipe, out)
@@ -114,7 +114,7 @@ def run_recipe_gpu(
     trainer = build_grpo_trainer(
         model,
         tokenizer,
-        tasks,
+        grpo_tasks(recipe, tasks),
         GRPOConfig(**kwargs),
         loop,
         reward=recipe.reward,
