@@ -34,10 +34,10 @@ OUT_DIR = "../build/notebooks/04_grpo_training"
 RECIPE = "cpu-demo"     # bespoke | scale | prove | cpu-demo (toolkit/train/recipes/*.yaml)
 MODEL = None            # None: the recipe's model (cpu-demo: the embedded smollm2-135m)
 # Budgets: a ~20-minute tour on a 2-core CPU (`make demo`). The full CPU proof (the recipe's own
-# budgets: 20 SFT steps, 26 GRPO steps, 100 held-out tasks) is `make reproduce-cpu`; its run folder is
+# budgets: 20 SFT steps, 36 GRPO steps, 100 held-out tasks) is `make reproduce-cpu`; its run folder is
 # shown at the end of this notebook when it exists (PROOF_RUN).
 SFT_STEPS = 20          # warm-start steps (batch 4)
-GRPO_STEPS = 4          # GRPO steps (1 task x 8 episodes each); the recipe's own is 26
+GRPO_STEPS = 4          # GRPO steps (1 task x 8 episodes each); the recipe's own is 36
 N_TASKS = 120           # synthesised train tasks
 N_EVAL = 30             # held-out tasks for the before/after comparison; the recipe's own is 100
 EVALUATE = True         # greedy held-out evaluation of the SFT-only and the GRPO model
@@ -79,7 +79,8 @@ The kit ships each write-up's recipe as a documented YAML file (every knob with 
 - **PROVE** (IBM): a judge-free programmatic reward (call validity, dependency-aware coverage, efficiency,
   tool precision, argument match), KL 0.01, 16 generations per task, batch 16.
 - **cpu-demo**: the embedded 135M model on a 2-core CPU: short tasks, bf16, batched episodes, warm start,
-  rubric reward plus half of PROVE's (ties broken; calls beyond the gold count cost).
+  rubric reward plus half of PROVE's (ties broken; calls beyond the gold count cost), GRPO on lookup
+  and chain tasks only (the warm-started model never gets a write right, so write groups tie).
 
 With LoRA, TRL keeps the reference model as a frozen copy of the starting adapter; the kit refreshes
 that copy every `ref_model_sync_steps` steps (TRL's own `sync_ref_model` needs a full reference model)."""
@@ -157,7 +158,7 @@ else:
 
 A few GRPO steps on 30 tasks (above) show the machinery, not learning: the confidence intervals are
 wider than any change such a short run can make. `make reproduce-cpu` runs the `cpu-demo` recipe at its
-own budgets (49 minutes on 2 idle cores) and writes `runs/cpu-demo`; when that folder exists, its curves
+own budgets (53-60 minutes on 2 cores) and writes `runs/cpu-demo`; when that folder exists, its curves
 and its paired comparison (SFT-only vs SFT + GRPO, 100 held-out tasks) are shown here."""
     ),
     code(
@@ -169,7 +170,7 @@ if not SMOKE and (proof / "summary.json").exists():
     if "comparison" in proof_summary:
         display(pd.DataFrame(proof_summary["comparison"]).T[["before", "after", "diff", "ci_low", "ci_high", "outside_ci"]])
 else:
-    print(f"no finished proof run at {proof.resolve()}: run `make reproduce-cpu` (49 minutes on 2 idle cores)")"""
+    print(f"no finished proof run at {proof.resolve()}: run `make reproduce-cpu` (53-60 minutes on 2 cores)")"""
     ),
     md(
         """## On a GPU (Colab T4 / A100 / H100)
