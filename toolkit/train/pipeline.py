@@ -108,7 +108,7 @@ def load_train_tasks(recipe: Recipe, source: str | Path) -> list[Task]:
 
     tasks = read_tasks(source, "train")
     if recipe.task_kinds:
-        tasks = [t for t in tasks if t.metadata.get("kind") in set(recipe.task_kinds)]
+        tasks = _of_kinds(tasks, recipe.task_kinds)
     if recipe.rollout.get("first_turn_only"):
         tasks = [first_turn_only(t) for t in tasks]
     return tasks[: recipe.max_tasks] if recipe.max_tasks else tasks
@@ -121,13 +121,18 @@ def grpo_tasks(recipe: Recipe, tasks: list[Task]) -> list[Task]:
     advantage, no gradient, a step spent for nothing (README, "The CPU proof")."""
     if not recipe.grpo_task_kinds:
         return tasks
-    kinds = set(recipe.grpo_task_kinds)
-    chosen = [t for t in tasks if t.metadata.get("kind") in kinds]
+    chosen = _of_kinds(tasks, recipe.grpo_task_kinds)
     if not chosen:
         raise ValueError(
-            f"grpo_task_kinds {sorted(kinds)}: none of the {len(tasks)} training tasks has such a kind"
+            f"grpo_task_kinds {sorted(recipe.grpo_task_kinds)}: none of the {len(tasks)} training tasks"
+            " has such a kind"
         )
     return chosen
+
+
+def _of_kinds(tasks: list[Task], kinds: list[str]) -> list[Task]:
+    wanted = set(kinds)
+    return [t for t in tasks if t.metadata.get("kind") in wanted]
 
 
 # ---- evaluation ----------------------------------------------------------------------------------------
