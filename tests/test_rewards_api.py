@@ -12,7 +12,7 @@ from toolkit.rewards.perturb import PERTURBATIONS, perturb, sample_group
 
 
 def test_registry_names_and_unknown():
-    assert {"rubric", "rubric-judge", "rubric-pass", "atlas", "prove", "graduated", "toolrl", "bfcl"} <= set(
+    assert {"rubric", "rubric-judge", "rubric-pass", "answer", "atlas", "prove", "graduated", "toolrl", "bfcl"} <= set(
         list_rewards()
     )
     with pytest.raises(KeyError, match="unknown reward"):
@@ -143,6 +143,28 @@ def test_rubric_pass_is_the_per_episode_pass_at_threshold():
     assert as_trl_reward_func(strict).__name__ == "reward_rubric_pass"
     with pytest.raises(ValueError, match="threshold"):
         get_reward("rubric-pass", threshold=0.0)
+
+
+def test_answer_scores_the_answer_items_only_and_skips_tasks_without_them():
+    import dataclasses
+
+    task = helpdesk_task()
+    gold = example_gold(task)
+    wrong = perturb(task, gold, ["wrong_answer"])  # every call right, the stated values wrong
+    answer, rubric = get_reward("answer"), get_reward("rubric")
+    assert answer.name == "answer" and answer.range == (0.0, 1.0)
+    assert answer(task, gold).score == 1.0 and answer(task, wrong).score == 0.0
+    assert rubric(task, wrong).score == pytest.approx(0.6)  # the full rubric barely notices
+    assert set(answer(task, wrong).breakdown) == {"essential", "essential.answer_correctness"}
+    calls_only = dataclasses.replace(
+        task, rubric=[it for it in task.rubric if it.category != "answer_correctness"]
+    )
+    assert answer(calls_only, gold).details["unscorable"]
+    reward_func = as_trl_reward_func(answer)
+    assert reward_func.__name__ == "reward_answer"
+    assert reward_func(
+        prompts=[None, None], completions=[None, None], task=[task, calls_only], trajectory=[wrong, gold]
+    ) == [0.0, None]
 
 
 def test_finished_pays_for_a_reply_not_for_running_out_of_turns():

@@ -41,7 +41,9 @@ FINISH_SPEC = ToolSpec(
     description="Call this when the request is complete, with your final answer to the user.",
     input_schema={
         "type": "object",
-        "properties": {"answer": {"type": "string", "description": "The final answer to the user."}},
+        # No description on `answer`: SmolLM2-135M copied it verbatim as its answer ("The final answer to
+        # the user.": 5 of 100 held-out answers after the warm start, 19 after GRPO, run 10)
+        "properties": {"answer": {"type": "string"}},
         "required": ["answer"],
     },
     server="agent",

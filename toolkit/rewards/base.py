@@ -101,6 +101,7 @@ REGISTRY: dict[str, str] = {
     "rubric": "toolkit.rewards.rubric:RubricReward",
     "rubric-judge": "toolkit.rewards.rubric:judge_rubric_reward",
     "rubric-pass": "toolkit.rewards.rubric:rubric_pass_reward",
+    "answer": "toolkit.rewards.rubric:answer_reward",
     "atlas": "toolkit.rewards.atlas:AtlasReward",
     "prove": "toolkit.rewards.prove:ProveReward",
     "finished": "toolkit.rewards.finished:FinishedReward",

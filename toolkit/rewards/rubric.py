@@ -189,9 +189,13 @@ class ProgrammaticGrader:
 
 
 def rubric_result(
-    task: Task, grades: list[ItemGrade], credit: dict[str, float] | None = None
+    task: Task,
+    grades: list[ItemGrade],
+    credit: dict[str, float] | None = None,
+    categories: Sequence[str] | None = None,
 ) -> RewardResult:
-    """Score = credit over the graded essential items (``pass`` 1, else 0 by default).
+    """Score = credit over the graded essential items (``pass`` 1, else 0 by default); with
+    ``categories``, over the essential items of those categories only (a task with none is unscorable).
 
     Ungraded items are left out of the denominator and counted in ``details["ungraded"]``; when no
     essential item could be graded the result is marked ``details["unscorable"] = True`` (score 0.0;
@@ -199,8 +203,9 @@ def rubric_result(
     """
     credit = credit or {"pass": 1.0, "partial": 0.0, "fail": 0.0}
     by_id = {g.id: g for g in grades}
-    ess = [it for it in task.rubric if it.essential]
-    opt = [it for it in task.rubric if not it.essential]
+    kept = [it for it in task.rubric if categories is None or it.category in categories]
+    ess = [it for it in kept if it.essential]
+    opt = [it for it in kept if not it.essential]
 
     def frac(items: list[RubricItem]) -> tuple[float, int, int]:
         graded = [by_id[it.id] for it in items if by_id.get(it.id) and by_id[it.id].verdict is not None]
@@ -229,12 +234,18 @@ class RubricReward(Reward):
     """Fraction of essential rubric items passed, in [0, 1] (optional items in ``breakdown``).
 
     ``grader``: ``"programmatic"`` (default), ``"judge"`` (keyword ``judge`` holds the JudgeGrader
-    config) or any object with ``grade`` / ``grade_many``.
+    config) or any object with ``grade`` / ``grade_many``. ``categories``: score only the items of
+    these rubric categories (e.g. ``["answer_correctness"]``); tasks without such items are unscorable.
     """
 
     range = (0.0, 1.0)
 
-    def __init__(self, grader: str | Grader = "programmatic", judge: dict[str, Any] | None = None):
+    def __init__(
+        self,
+        grader: str | Grader = "programmatic",
+        judge: dict[str, Any] | None = None,
+        categories: Sequence[str] | None = None,
+    ):
         if grader == "programmatic":
             self.grader: Grader = ProgrammaticGrader()
         elif grader == "judge":
@@ -246,15 +257,19 @@ class RubricReward(Reward):
         else:
             self.grader = grader
         self.name = "rubric" if self.grader.name == "programmatic" else "rubric-judge"
+        if isinstance(categories, str):  # a bare string would filter by its characters
+            categories = [categories]
+        self.categories = tuple(categories) if categories else None
 
     def score(self, task: Task, traj: Trajectory) -> RewardResult:
-        return rubric_result(task, self.grader.grade(task, traj))
+        return rubric_result(task, self.grader.grade(task, traj), categories=self.categories)
 
     def batch(self, tasks: Sequence[Task], trajs: Sequence[Trajectory]) -> list[RewardResult]:
         if len(tasks) != len(trajs):
             raise ValueError(f"{len(tasks)} tasks for {len(trajs)} trajectories")
         pairs = list(zip(tasks, trajs, strict=True))
-        return [rubric_result(t, g) for t, g in zip(tasks, self.grader.grade_many(pairs), strict=True)]
+        grades = self.grader.grade_many(pairs)
+        return [rubric_result(t, g, categories=self.categories) for t, g in zip(tasks, grades, strict=True)]
 
 
 def judge_rubric_reward(**judge_config: Any) -> RubricReward:
@@ -272,3 +287,13 @@ def rubric_pass_reward(threshold: float = 0.75, **rubric_config: Any) -> Thresho
     if not 0.0 < threshold <= 1.0:
         raise ValueError(f"rubric-pass threshold must be in (0, 1], got {threshold}")
     return Thresholded(RubricReward(**rubric_config), threshold, name="rubric-pass")
+
+
+def answer_reward(**rubric_config: Any) -> RubricReward:
+    """``get_reward("answer")``: the rubric reward over the essential ``answer_correctness`` items only
+    (the stated value of a lookup, the record a write leaves behind), in [0, 1]. Added to the dense
+    rubric reward it weighs the final answer up: in the full rubric it is one item of three to five,
+    while the calls before it are the rest. ``rubric_config`` goes to ``RubricReward``."""
+    reward = RubricReward(categories=["answer_correctness"], **rubric_config)
+    reward.name = "answer"
+    return reward
