@@ -41,9 +41,7 @@ FINISH_SPEC = ToolSpec(
     description="Call this when the request is complete, with your final answer to the user.",
     input_schema={
         "type": "object",
-        # No description on `answer`: SmolLM2-135M copied it verbatim as its answer ("The final answer to
-        # the user.": 5 of 100 held-out answers after the warm start, 19 after GRPO, run 10)
-        "properties": {"answer": {"type": "string"}},
+        "properties": {"answer": {"type": "string", "description": "The final answer to the user."}},
         "required": ["answer"],
     },
     server="agent",

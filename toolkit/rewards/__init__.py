@@ -6,6 +6,7 @@
 
 - ``rubric`` / ``rubric-judge``: fraction of essential rubric items passed, [0, 1] (Scale).
 - ``rubric-pass``: 1 when at least ``threshold`` (0.75) of the essential rubric items pass, {0, 1}.
+- ``answer``: the rubric over its essential ``answer_correctness`` items only, [0, 1].
 - ``finished``: 1 when the episode ended with a reply to the user, not at the turn or token cap, {0, 1}.
 - ``atlas``: MCP-Atlas claim coverage (fulfilled 1 / partial 0.5 / not 0), [0, 1], with pass@0.50/0.75.
 - ``prove``: PROVE's programmatic reward, (-inf, 1] (negative only through the efficiency penalty).
