@@ -12,8 +12,17 @@ from toolkit.rewards.perturb import PERTURBATIONS, perturb, sample_group
 
 
 def test_registry_names_and_unknown():
-    known = {"rubric", "rubric-judge", "rubric-pass", "answer", "atlas", "prove", "graduated", "toolrl"}
-    known |= {"bfcl"}
+    known = {
+        "rubric",
+        "rubric-judge",
+        "rubric-pass",
+        "answer",
+        "atlas",
+        "prove",
+        "graduated",
+        "toolrl",
+        "bfcl",
+    }
     assert known <= set(list_rewards())
     with pytest.raises(KeyError, match="unknown reward"):
         get_reward("nope")
