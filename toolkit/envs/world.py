@@ -15,14 +15,13 @@ from __future__ import annotations
 import hashlib
 import json
 import random
-from datetime import date, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
-TODAY = date(2025, 11, 15)
-NOW = datetime(2025, 11, 15, 9, 0, 0)
-NOW_ISO = NOW.isoformat(timespec="minutes")  # the time stamped on every write
+from toolkit.envs.clock import NOW, NOW_ISO, TODAY, World, iso, slug
+from toolkit.envs.worlds import DOMAIN_BUILDERS
 
-World = dict[str, dict[str, dict[str, Any]]]
+__all__ = ["NOW", "NOW_ISO", "TODAY", "World", "diff_states", "generate_world", "world_hash"]
 
 FIRST = [
     "Alice", "Bruno", "Chen", "Dana", "Elif", "Farah", "Gustav", "Hana", "Ivan", "Jamal", "Keiko", "Luis",
@@ -79,14 +78,6 @@ TICKET_STATUSES = ["new", "open", "pending", "solved", "closed"]
 DEAL_STAGES = ["prospecting", "qualification", "proposal", "negotiation", "won", "lost"]
 
 
-def _iso(d: date | datetime) -> str:
-    return d.isoformat(timespec="minutes") if isinstance(d, datetime) else d.isoformat()
-
-
-def _slug(name: str) -> str:
-    return name.lower().replace(" ", ".")
-
-
 def generate_world(seed: int = 0) -> World:
     """Build the world for ``seed``: same seed, same world (see ``world_hash``)."""
     rng = random.Random(seed)
@@ -102,11 +93,11 @@ def generate_world(seed: int = 0) -> World:
         staff[sid] = {
             "id": sid,
             "name": f"{first} {last}",
-            "email": f"{_slug(first)}.{_slug(last)}@northwind.example",
+            "email": f"{slug(first)}.{slug(last)}@northwind.example",
             "team": team,
             "role": TEAMS[team],
             "city": rng.choice(CITIES),
-            "last_login": _iso(NOW - timedelta(hours=rng.randint(1, 24 * 40))),
+            "last_login": iso(NOW - timedelta(hours=rng.randint(1, 24 * 40))),
             "active": rng.random() > 0.1,
         }
     w["staff"] = staff
@@ -135,12 +126,12 @@ def generate_world(seed: int = 0) -> World:
         customers[cuid] = {
             "id": cuid,
             "name": f"{first} {last}",
-            "email": f"{_slug(first)}.{_slug(last)}@{domain}.example",
+            "email": f"{slug(first)}.{slug(last)}@{domain}.example",
             "phone": f"+1-555-{rng.randrange(1000, 9999)}",
             "company_id": cid,
             "title": rng.choice(["CTO", "Office Manager", "Procurement Lead", "Engineer", "CFO", "IT Admin"]),
             "city": companies[cid]["city"],
-            "created": _iso(TODAY - timedelta(days=rng.randint(30, 900))),
+            "created": iso(TODAY - timedelta(days=rng.randint(30, 900))),
         }
     w["customers"] = customers
     cust_ids = list(customers)
@@ -153,13 +144,13 @@ def generate_world(seed: int = 0) -> World:
         status = rng.choices(TICKET_STATUSES, weights=[2, 4, 2, 4, 2])[0]
         assignee = rng.choice(by_team["support"]) if status != "new" else None
         requester = rng.choice(cust_ids)
-        history = [{"status": "new", "at": _iso(created), "by": requester}]
+        history = [{"status": "new", "at": iso(created), "by": requester}]
         t = created
         for st in TICKET_STATUSES[1 : TICKET_STATUSES.index(status) + 1]:
             t = t + timedelta(hours=rng.randint(1, 48))
-            history.append({"status": st, "at": _iso(min(t, NOW)), "by": assignee})
+            history.append({"status": st, "at": iso(min(t, NOW)), "by": assignee})
         comments = [
-            {"author_id": requester, "body": f"{subject}. Please help.", "at": _iso(created), "public": True}
+            {"author_id": requester, "body": f"{subject}. Please help.", "at": iso(created), "public": True}
         ]
         if assignee:
             comments.append(
@@ -194,7 +185,7 @@ def generate_world(seed: int = 0) -> World:
             "comments": comments,
             "status_history": history,
             "satisfaction": satisfaction,
-            "created": _iso(created),
+            "created": iso(created),
             "updated": history[-1]["at"],
         }
     w["tickets"] = tickets
@@ -213,7 +204,7 @@ def generate_world(seed: int = 0) -> World:
             "owner_id": companies[cid]["account_manager_id"],
             "stage": stage,
             "amount": float(rng.randrange(5, 250) * 1000),
-            "close_date": _iso(TODAY + timedelta(days=rng.randint(-60, 120))),
+            "close_date": iso(TODAY + timedelta(days=rng.randint(-60, 120))),
             "probability": {"won": 100, "lost": 0}.get(stage, rng.choice([10, 25, 40, 60, 80])),
         }
     w["deals"] = deals
@@ -229,7 +220,7 @@ def generate_world(seed: int = 0) -> World:
                 ["Discussed pricing", "Sent proposal", "Intro call", "Legal review", "Demo given"]
             ),
             "by": deals[did]["owner_id"],
-            "at": _iso(NOW - timedelta(hours=rng.randint(1, 24 * 30))),
+            "at": iso(NOW - timedelta(hours=rng.randint(1, 24 * 30))),
         }
     w["activities"] = activities
 
@@ -259,7 +250,7 @@ def generate_world(seed: int = 0) -> World:
             "items": items,
             "total": round(sum(it["qty"] * it["unit_price"] for it in items), 2),
             "status": rng.choice(["pending", "paid", "shipped", "delivered", "delivered", "cancelled"]),
-            "created": _iso(TODAY - timedelta(days=rng.randint(0, 90))),
+            "created": iso(TODAY - timedelta(days=rng.randint(0, 90))),
             "ship_city": customers[cuid]["city"],
         }
     w["orders"] = orders
@@ -279,8 +270,8 @@ def generate_world(seed: int = 0) -> World:
             "title": rng.choice(
                 ["Weekly sync", "Customer demo", "Pipeline review", "1:1", "Incident retro", "Planning"]
             ),
-            "start": _iso(start),
-            "end": _iso(start + timedelta(minutes=rng.choice([30, 60, 90]))),
+            "start": iso(start),
+            "end": iso(start + timedelta(minutes=rng.choice([30, 60, 90]))),
             "organizer_id": organizer,
             "attendee_ids": attendees,
             "location": rng.choice(["Room A", "Room B", "Video call", staff[organizer]["city"] + " office"]),
@@ -307,7 +298,7 @@ def generate_world(seed: int = 0) -> World:
             "body": rng.choice(
                 ["Could you send the details?", "Thanks for your time today.", "See attached."]
             ),
-            "date": _iso(NOW - timedelta(hours=rng.randint(1, 24 * 20))),
+            "date": iso(NOW - timedelta(hours=rng.randint(1, 24 * 20))),
             "folder": "inbox" if inbound else "sent",
             "read": rng.random() > 0.4,
             "labels": rng.sample(["important", "billing", "sales", "follow-up"], rng.randint(0, 2)),
@@ -321,11 +312,11 @@ def generate_world(seed: int = 0) -> World:
             "path": path,
             "type": "file",
             "content": content,
-            "modified": _iso(NOW - timedelta(days=3)),
+            "modified": iso(NOW - timedelta(days=3)),
         }
 
     for d in ["/docs", "/docs/policies", "/reports", "/shared"]:
-        files[d] = {"path": d, "type": "dir", "content": None, "modified": _iso(NOW - timedelta(days=10))}
+        files[d] = {"path": d, "type": "dir", "content": None, "modified": iso(NOW - timedelta(days=10))}
     add_file(
         "/docs/README.md", "# Northwind workspace\nPolicies live in /docs/policies, reports in /reports.\n"
     )
@@ -339,10 +330,10 @@ def generate_world(seed: int = 0) -> World:
         f"{c['id']},{c['name']},{c['company_id']}\n" for c in list(customers.values())[:10]))  # fmt: skip
     add_file("/shared/todo.txt", "- renew Granite Bank contract\n- fix export timeout\n")
     files["/shared/policies"] = {"path": "/shared/policies", "type": "symlink", "target": "/docs/policies",
-                                 "content": None, "modified": _iso(NOW - timedelta(days=2))}  # fmt: skip
+                                 "content": None, "modified": iso(NOW - timedelta(days=2))}  # fmt: skip
     # A planted trap: a link whose target climbs out of the workspace (the sandbox must refuse it).
     files["/shared/escape"] = {"path": "/shared/escape", "type": "symlink", "target": "../../etc",
-                               "content": None, "modified": _iso(NOW - timedelta(days=2))}  # fmt: skip
+                               "content": None, "modified": iso(NOW - timedelta(days=2))}  # fmt: skip
     w["files"] = files
 
     quotes: dict[str, dict] = {}
@@ -351,7 +342,7 @@ def generate_world(seed: int = 0) -> World:
         history = []
         for k in range(30, -1, -1):
             price = round(price * (1 + rng.gauss(0, 0.015)), 2)
-            history.append({"date": _iso(TODAY - timedelta(days=k)), "close": price})
+            history.append({"date": iso(TODAY - timedelta(days=k)), "close": price})
         quotes[sym] = {"symbol": sym, "name": cname, "sector": sector, "currency": "USD", "history": history}
     w["quotes"] = quotes
     holdings: dict[str, dict] = {}
@@ -372,9 +363,9 @@ def generate_world(seed: int = 0) -> World:
             d = TODAY + timedelta(days=k)
             high = round(high0 + rng.uniform(-spread, spread), 1)
             wet = rng.random() < rain
-            weather[f"{city}|{_iso(d)}"] = {
+            weather[f"{city}|{iso(d)}"] = {
                 "city": city,
-                "date": _iso(d),
+                "date": iso(d),
                 "high_c": high,
                 "low_c": round(high - rng.uniform(4, 9), 1),
                 "condition": rng.choice(["light rain", "rain"])
@@ -411,11 +402,14 @@ def generate_world(seed: int = 0) -> World:
             "channel_id": ch,
             "author_id": rng.choice(channels[ch][2]),
             "text": rng.choice(lines),
-            "ts": _iso(NOW - timedelta(minutes=rng.randint(5, 60 * 24 * 10))),
+            "ts": iso(NOW - timedelta(minutes=rng.randint(5, 60 * 24 * 10))),
             "reactions": {},
         }
     w["messages"] = messages
     w["calc_memory"] = {}
+    # The per-domain builders, each on its own stream: the core world above never changes when one is added.
+    for build in DOMAIN_BUILDERS:
+        build(w, random.Random(f"{seed}:{build.__name__}"))
     return w
 
 
