@@ -9,7 +9,12 @@ from toolkit.envs.servers.email import Email
 from toolkit.envs.servers.filesystem import Filesystem
 from toolkit.envs.servers.finance import Finance
 from toolkit.envs.servers.helpdesk import Helpdesk
+from toolkit.envs.servers.iot_devices import IotDevices
+from toolkit.envs.servers.issue_tracker import IssueTracker
 from toolkit.envs.servers.shop import Shop
+from toolkit.envs.servers.social_media import SocialMedia
+from toolkit.envs.servers.vehicle import Vehicle
+from toolkit.envs.servers.video_meeting import VideoMeeting
 from toolkit.envs.servers.weather import Weather
 
 SERVER_CLASSES = [
@@ -24,4 +29,9 @@ SERVER_CLASSES = [
     Weather,
     Chat,
     Calculator,
+    SocialMedia,
+    IotDevices,
+    Vehicle,
+    IssueTracker,
+    VideoMeeting,
 ]

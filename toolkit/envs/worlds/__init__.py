@@ -12,6 +12,17 @@ from collections.abc import Callable
 from random import Random
 
 from toolkit.envs.clock import World
+from toolkit.envs.worlds.iot_devices import add_iot_devices
+from toolkit.envs.worlds.issue_tracker import add_issue_tracker
+from toolkit.envs.worlds.social_media import add_social_media
+from toolkit.envs.worlds.vehicle import add_vehicle
+from toolkit.envs.worlds.video_meeting import add_video_meeting
 
 # In the order they run; each reads only the core world and its own collections.
-DOMAIN_BUILDERS: list[Callable[[World, Random], None]] = []
+DOMAIN_BUILDERS: list[Callable[[World, Random], None]] = [
+    add_social_media,
+    add_iot_devices,
+    add_vehicle,
+    add_issue_tracker,
+    add_video_meeting,
+]
