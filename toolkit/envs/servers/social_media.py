@@ -328,7 +328,7 @@ class SocialMedia(DomainServer):
         self,
         since: Since = None,
         until: Until = None,
-        limit: Annotated[int, Field(ge=1, le=20, description="How many hashtags to return (1-20).")] = 5,
+        top: Annotated[int, Field(ge=1, le=20, description="How many hashtags to return (1-20).")] = 5,
     ) -> dict[str, Any]:
         """Hashtags of published posts in a window, by number of posts (ties by name)."""
         window = Window(since, until)
@@ -338,5 +338,5 @@ class SocialMedia(DomainServer):
             if p["status"] == "published" and window(p["created"])
             for h in p["hashtags"]
         )
-        rows = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
+        rows = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:top]
         return {"hashtags": [{"hashtag": h, "posts": n} for h, n in rows]}
