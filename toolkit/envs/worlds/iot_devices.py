@@ -65,14 +65,14 @@ def add_iot_devices(w: World, rng: Random) -> None:
     w["iot_devices"] = devices
 
     readings: dict[str, dict] = {}
+    stamps = [iso(NOW - timedelta(hours=12 * k)) for k in range(14)]  # every 12 hours over the last week
     for d in devices.values():
         metrics = {"thermostat": [("temperature_c", 21, 2)], "sensor": [("temperature_c", 20, 3), ("humidity_pct", 45, 12)],
                    "plug": [("power_w", 60, 40)]}.get(d["type"], [])  # fmt: skip
         for metric, mean, spread in metrics:
-            for k in range(14):  # every 12 hours over the last week
-                at = NOW - timedelta(hours=12 * k)
+            for at in stamps:
                 rid = f"rd-{len(readings) + 1:04d}"
-                readings[rid] = {"id": rid, "device_id": d["id"], "metric": metric, "at": iso(at),
+                readings[rid] = {"id": rid, "device_id": d["id"], "metric": metric, "at": at,
                                  "value": round(max(0.0, mean + rng.uniform(-spread, spread)), 1)}  # fmt: skip
     w["iot_readings"] = readings
 

@@ -42,7 +42,11 @@ def add_issue_tracker(w: World, rng: Random) -> None:
     w["issue_projects"] = projects
     w["issue_sprints"] = sprints
 
-    tickets = w["tickets"]
+    # Customer tickets whose tags describe a known bug: issues with that title link some of them.
+    reports: dict[str, list[str]] = {}
+    for t in sorted(w["tickets"].values(), key=lambda t: t["id"]):
+        for title in sorted({TICKET_TAG_TO_TITLE[tag] for tag in t["tags"] if tag in TICKET_TAG_TO_TITLE}):
+            reports.setdefault(title, []).append(t["id"])
     issues: dict[str, dict] = {}
     counters = dict.fromkeys(projects, 0)
     for i in range(46):
@@ -53,10 +57,7 @@ def add_issue_tracker(w: World, rng: Random) -> None:
         title = rng.choice(ISSUE_TITLES[itype])
         status = rng.choices(STATUSES, weights=[3, 3, 3, 2, 4])[0]
         created = NOW - timedelta(hours=rng.randint(5, 24 * 50))
-        linked = sorted(
-            t["id"] for t in tickets.values()
-            if itype == "bug" and any(TICKET_TAG_TO_TITLE.get(tag) == title for tag in t["tags"]) and rng.random() < 0.5
-        )[:3]  # fmt: skip
+        linked = [t for t in reports.get(title, []) if rng.random() < 0.5][:3] if itype == "bug" else []
         sprint = None
         if status != "backlog":
             sprint = f"{key}-S1" if status == "done" and rng.random() < 0.6 else f"{key}-S2"
