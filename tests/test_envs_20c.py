@@ -84,7 +84,7 @@ def test_every_new_tool_through_mcp():
     ticket = next(iter(w["tickets"]))
     ended = next(m for m in w["video_meetings"].values() if m["status"] == "ended" and m["transcript"])
     upcoming = next(m for m in w["video_meetings"].values() if m["status"] == "scheduled")
-    ev_meeting = next(m for m in w["video_meetings"].values() if m["event_id"])
+    ev_meeting = next(m for m in w["video_meetings"].values() if m["event_id"] and m["status"] == "scheduled")
 
     async def main():
         async with open_episode(seed=SEED, servers=NEW, transport="jsonrpc") as tb:
@@ -333,6 +333,11 @@ def test_every_new_tool_through_mcp():
             ]
             await call("unlink_issue_ticket", {"issue_id": issue["id"], "ticket_id": ticket})
             await call("link_issue_ticket", {"issue_id": issue["id"], "ticket_id": "t-9999"}, False)
+            raw = await call("create_issue", {"project_id": "WEB", "title": "Not estimated yet"})
+            await call("move_issue_to_sprint", {"issue_id": raw["id"], "sprint_id": active})
+            report = await call("get_issue_sprint_report", {"sprint_id": active})
+            assert report["unestimated"] == [raw["id"]] and raw["id"] in report["issues"]
+            await call("delete_issue", {"issue_id": raw["id"]})
             stats = await call("issue_stats", {"group_by": "type"})
             assert stats["total"] == len(w["issues"]) + 1
             closed = await call("close_issue_sprint", {"sprint_id": active})
@@ -350,6 +355,10 @@ def test_every_new_tool_through_mcp():
                                                        "start": "2025-11-20T10:00", "duration_minutes": 45,
                                                        "participant_ids": [staff_active[1]]})  # fmt: skip
             assert vm["end"] == "2025-11-20T10:45"
+            await call("cancel_video_meeting", {"meeting_id": ev_meeting["id"]})
+            redo = await call("schedule_video_meeting", {"title": "Redo", "host_id": ev_meeting["host_id"],
+                                                         "start": "2025-12-10T10:00", "event_id": ev_meeting["event_id"]})  # fmt: skip
+            assert (await call("get_video_meeting", {"event_id": ev_meeting["event_id"]}))["id"] == redo["id"]
             await call("schedule_video_meeting", {"title": "Dup", "host_id": staff_active[0], "start": "2025-11-21T10:00",
                                                   "event_id": ev_meeting["event_id"]}, False)  # fmt: skip
             assert (
@@ -481,3 +490,28 @@ def test_mcp_rl_serve_runs_each_new_server_over_stdio():
             await one(name)
 
     anyio.run(main)
+
+
+def test_new_worlds_do_not_depend_on_the_hash_seed():
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = str(Path(__file__).resolve().parents[1])
+    code = (
+        "from toolkit.envs.world import generate_world, world_hash;"
+        "w = generate_world(5);"
+        "mine = {k: v for k, v in w.items() if k.startswith(('social_', 'iot_', 'vehicle_', 'issue', 'video_'))};"
+        "print(len(mine), world_hash(mine))"
+    )
+
+    def run(hash_seed: str) -> list[str]:
+        env = {**os.environ, "PYTHONHASHSEED": hash_seed, "PYTHONPATH": root}
+        out = subprocess.run(
+            [sys.executable, "-c", code], env=env, cwd=root, capture_output=True, text=True, check=True
+        )
+        return out.stdout.split()
+
+    first, second = run("1"), run("2")
+    assert first == second and first[0] == "18"  # all 18 collections of the five domains, same bytes

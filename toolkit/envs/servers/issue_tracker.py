@@ -109,14 +109,15 @@ class IssueTracker(DomainServer):
         """A sprint's issues with story points: total, done and remaining, and counts by status."""
         s = self._sprint(sprint_id)
         rows = [i for i in self.db.values("issues") if i["sprint_id"] == s["id"]]
-        done = sum(i["story_points"] for i in rows if i["status"] == "done")
-        total = sum(i["story_points"] for i in rows)
+        done = sum(i["story_points"] or 0 for i in rows if i["status"] == "done")  # unestimated: 0
+        total = sum(i["story_points"] or 0 for i in rows)
         return {
             **s,
             "issues": sorted(i["id"] for i in rows),
             "points_total": total,
             "points_done": done,
             "points_remaining": total - done,
+            "unestimated": sorted(i["id"] for i in rows if i["story_points"] is None),
             "by_status": dict(sorted(Counter(i["status"] for i in rows).items())),
         }
 

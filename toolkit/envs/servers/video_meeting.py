@@ -89,7 +89,7 @@ class VideoMeeting(DomainServer):
                 raise invalid(
                     f"event {event_id} has no video meeting; schedule_video_meeting can create one."
                 )
-            m = found[0]
+            m = min(found, key=lambda m: (m["status"] == "cancelled", m["id"]))  # the live one if any
         return {k: v for k, v in m.items() if k != "transcript"} | {
             "has_transcript": m["transcript"] is not None
         }
