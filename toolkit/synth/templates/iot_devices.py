@@ -171,3 +171,40 @@ def site_alerts_manager(ctx: Ctx) -> Draft:
         recompute=recompute,
         keep=[site["city"]],
     )  # fmt: skip
+
+
+@template("iot_close_alert", "write", [SERVER], calls=(2, 2))
+def close_alert(ctx: Ctx) -> Draft:
+    ctx.need("acknowledge_iot_alert", "resolve_iot_alert")
+    alert = ctx.choose(
+        ctx.records("iot_alerts", lambda a: a["acknowledged_by"] is None and not a["resolved"])
+    )
+    person = ctx.choose(ctx.records("staff", lambda s: s["active"]))
+    prompt = ctx.say(
+        [
+            "Acknowledge IoT alert {id} on behalf of {sid}, then mark it resolved.",
+            "Alert {id} has been dealt with by {sid}: record their acknowledgement and resolve the alert.",
+        ],
+        ["Close out device alert {id}: {sid} acknowledges it, then resolve it."],
+        id=alert["id"], sid=person["id"],
+    )  # fmt: skip
+    checks = [
+        (f"Alert {alert['id']} must be acknowledged by {person['id']}.",
+         {"type": "state", "collection": "iot_alerts", "key": alert["id"], "field": "acknowledged_by",
+          "value": person["id"], "op": "update"}),
+        (f"Alert {alert['id']} must be resolved afterwards.",
+         {"type": "state", "collection": "iot_alerts", "key": alert["id"], "field": "resolved", "value": True,
+          "op": "update"}),
+    ]  # fmt: skip
+    return Draft(
+        "", "", prompt, [SERVER],
+        [
+            Step("acknowledge_iot_alert", {"alert_id": alert["id"], "staff_id": person["id"]},
+                 purpose="acknowledge the alert"),
+            Step("resolve_iot_alert", {"alert_id": alert["id"]}, depends_on=[0], purpose="resolve it"),
+        ],
+        state_changes=checks,
+        reference_answer=f"Alert {alert['id']} was acknowledged by {person['id']} and is now resolved.",
+        keep=[alert["id"], person["id"]],
+        read_only=False,
+    )  # fmt: skip

@@ -174,3 +174,42 @@ def ticket_engineer(ctx: Ctx) -> Draft:
         recompute=recompute,
         keep=[ticket_id],
     )  # fmt: skip
+
+
+@template("it_start_issue", "chain", ["directory", SERVER], calls=(3, 3))
+def start_issue(ctx: Ctx) -> Draft:
+    ctx.need("search_staff", "assign_issue", "transition_issue")
+    issue = ctx.choose(ctx.records("issues", lambda i: i["status"] == "todo"))
+    names = [s["name"] for s in ctx.records("staff")]
+    person = ctx.choose(ctx.records("staff", lambda s: s["active"] and names.count(s["name"]) == 1
+                                    and s["id"] != issue["assignee_id"]))  # fmt: skip
+    prompt = ctx.say(
+        [
+            "Give issue {id} to {name} and move it to in progress.",
+            "{name} is picking up {id}: assign it to them and set the issue to in_progress.",
+        ],
+        ["Hand tracker issue {id} over to {name} and mark work as started."],
+        id=issue["id"], name=person["name"],
+    )  # fmt: skip
+    checks = [
+        (f"Issue {issue['id']} must be assigned to {person['id']} ({person['name']}).",
+         {"type": "state", "collection": "issues", "key": issue["id"], "field": "assignee_id", "value": person["id"],
+          "op": "update"}),
+        (f"Issue {issue['id']} must be in_progress afterwards.",
+         {"type": "state", "collection": "issues", "key": issue["id"], "field": "status", "value": "in_progress",
+          "op": "update"}),
+    ]  # fmt: skip
+    return Draft(
+        "", "", prompt, ["directory", SERVER],
+        [
+            Step("search_staff", {"query": person["name"]}, normalize={"query": "name"},
+                 purpose=f"find {person['name']}", produces="staff id"),
+            Step("assign_issue", {"issue_id": issue["id"], "assignee_id": person["id"]}, depends_on=[0],
+                 purpose="assign the issue"),
+            Step("transition_issue", {"issue_id": issue["id"], "status": "in_progress"}, purpose="start work"),
+        ],
+        state_changes=checks,
+        reference_answer=f"{issue['id']} is assigned to {person['name']} ({person['id']}) and in progress.",
+        keep=[issue["id"], person["name"]],
+        read_only=False,
+    )  # fmt: skip

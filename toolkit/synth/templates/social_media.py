@@ -166,3 +166,37 @@ def company_top_post(ctx: Ctx) -> Draft:
         recompute=recompute,
         keep=[company["name"]],
     )  # fmt: skip
+
+
+@template("sm_hide_spam", "write", [SERVER], calls=(2, 2))
+def hide_spam(ctx: Ctx) -> Draft:
+    ctx.need("list_social_comments", "hide_social_comment")
+    spam = "followers"  # the world's spam comments advertise followers
+    by_post: dict[str, list[dict]] = {}
+    for c in ctx.records("social_comments", lambda c: spam in c["text"] and not c["hidden"]):
+        by_post.setdefault(c["post_id"], []).append(c)
+    post_id = ctx.choose(sorted(p for p, rows in by_post.items() if len(rows) == 1))
+    comment = by_post[post_id][0]
+    prompt = ctx.say(
+        [
+            "Someone left a spam comment selling followers under post {id}. Find it and hide it.",
+            "Moderate post {id}: hide the comment that advertises cheap followers.",
+        ],
+        ["Post {id} has a 'buy followers' spam comment - please hide it."],
+        id=post_id,
+    )
+    check = {"type": "state", "collection": "social_comments", "key": comment["id"], "field": "hidden",
+             "value": True, "op": "update"}  # fmt: skip
+    return Draft(
+        "", "", prompt, [SERVER],
+        [
+            Step("list_social_comments", {"post_id": post_id, "limit": ALL}, checked_args=["post_id"],
+                 purpose="read the post's comments", produces="comment id"),
+            Step("hide_social_comment", {"comment_id": comment["id"], "hidden": True}, depends_on=[0],
+                 checked_args=["comment_id"], purpose="hide the spam comment"),
+        ],
+        state_changes=[(f"Comment {comment['id']} on {post_id} must be hidden afterwards.", check)],
+        reference_answer=f"Hid the spam comment {comment['id']} on post {post_id}.",
+        keep=[post_id],
+        read_only=False,
+    )  # fmt: skip

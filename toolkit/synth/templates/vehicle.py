@@ -12,6 +12,8 @@ from toolkit.synth.templates.common import ALL, field_of, fmt_num, items, total
 from toolkit.synth.templates.crm import next_key
 
 SERVER = "vehicle"
+SERVICE_WORDS = {"oil_change": "an oil change", "tire_change": "a tire change", "inspection": "an inspection",
+                 "brakes": "a brake service", "battery_check": "a battery check"}  # fmt: skip
 TELEMETRY = {
     "fuel_pct": ("fuel or charge level (%)", "number"),
     "odometer_km": ("odometer reading (km)", "number"),
@@ -207,5 +209,32 @@ def find_and_reserve(ctx: Ctx) -> Draft:
         f"{person['id']} from {start} to {end} ({new_id}).",
         recompute=recompute,
         keep=[city, start, end, person["id"]],
+        read_only=False,
+    )  # fmt: skip
+
+
+@template("veh_book_service", "write", [SERVER])
+def book_service(ctx: Ctx) -> Draft:
+    ctx.need("schedule_vehicle_service")
+    car = ctx.choose(ctx.records("vehicle_fleet"))
+    day = (TODAY + timedelta(days=ctx.rng.randint(2, 30))).isoformat()
+    if ctx.records("vehicle_services", lambda s: s["vehicle_id"] == car["id"] and s["date"] == day):
+        raise Skip("already booked that day")
+    kind = ctx.choose(sorted(SERVICE_WORDS))
+    new_id = next_key(ctx, "vehicle_services", "svc-")
+    prompt = ctx.say(
+        ["Book {k} for vehicle {id} on {d}.", "Schedule service for car {id}: {k} on {d}."],
+        ["Car {id} needs {k}; put it in the workshop schedule for {d}."],
+        k=SERVICE_WORDS[kind], id=car["id"], d=day,
+    )  # fmt: skip
+    check = {"type": "state", "collection": "vehicle_services", "key": new_id, "field": "date", "value": day,
+             "op": "create"}  # fmt: skip
+    return Draft(
+        "", "", prompt, [SERVER],
+        [Step("schedule_vehicle_service", {"vehicle_id": car["id"], "kind": kind, "date": day},
+              normalize={"date": "date"}, purpose="book the service")],
+        state_changes=[(f"A service {new_id} for {car['id']} on {day} must exist.", check)],
+        reference_answer=f"Booked {SERVICE_WORDS[kind]} for {car['id']} on {day} ({new_id}).",
+        keep=[car["id"], day],
         read_only=False,
     )  # fmt: skip

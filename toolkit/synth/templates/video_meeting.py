@@ -176,3 +176,29 @@ def absentee(ctx: Ctx) -> Draft:
         recompute=recompute,
         keep=[m["id"]],
     )  # fmt: skip
+
+
+@template("vm_reschedule", "write", [SERVER])
+def reschedule(ctx: Ctx) -> Draft:
+    ctx.need("reschedule_video_meeting")
+    m = ctx.choose(ctx.records("video_meetings", lambda m: m["status"] == "scheduled"))
+    day = TODAY + timedelta(days=ctx.rng.randint(1, 20))
+    start = f"{day.isoformat()}T{ctx.choose(['09:00', '10:30', '14:00', '16:00'])}"
+    if start == m["start"]:
+        raise Skip("same time")
+    prompt = ctx.say(
+        ["Move video meeting {id} to {s}, keeping its length.", "Reschedule meeting {id} ({t}) to start at {s}."],
+        ["Push video call {id} to {s}; same duration."],
+        id=m["id"], s=start, t=m["title"],
+    )  # fmt: skip
+    check = {"type": "state", "collection": "video_meetings", "key": m["id"], "field": "start", "value": start,
+             "op": "update"}  # fmt: skip
+    return Draft(
+        "", "", prompt, [SERVER],
+        [Step("reschedule_video_meeting", {"meeting_id": m["id"], "start": start}, checked_args=["meeting_id"],
+              purpose="move the meeting")],
+        state_changes=[(f"Meeting {m['id']} must start at {start} afterwards.", check)],
+        reference_answer=f"Meeting {m['id']} now starts at {start}.",
+        keep=[m["id"], start],
+        read_only=False,
+    )  # fmt: skip
