@@ -5,10 +5,23 @@ from __future__ import annotations
 import anyio
 
 from toolkit.envs import open_episode
-from toolkit.envs.registry import DOMAIN_SERVERS, tool_specs
+from toolkit.envs.registry import tool_specs
 from toolkit.envs.world import generate_world
 
 SEED = 0
+CORE_SERVERS = (
+    "helpdesk",
+    "crm",
+    "directory",
+    "calendar",
+    "email",
+    "filesystem",
+    "shop",
+    "finance",
+    "weather",
+    "chat",
+    "calculator",
+)
 
 
 def test_every_tool_through_mcp():
@@ -354,5 +367,6 @@ def test_every_tool_through_mcp():
             assert "calc_memory/total" in diff and diff["calc_memory/total"]["before"] is None
 
     anyio.run(main)
-    missing = {t.name for t in tool_specs(list(DOMAIN_SERVERS))} - called
+    # The servers added for PROVE's domains have test files of their own (tests/test_envs_*.py).
+    missing = {t.name for t in tool_specs(list(CORE_SERVERS))} - called
     assert not missing, f"tools never called: {sorted(missing)}"
