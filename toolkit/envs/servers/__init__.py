@@ -1,5 +1,7 @@
 """The kit's domain MCP servers, one module each (see ``toolkit.envs.registry``)."""
 
+from toolkit.envs.servers.banking import Banking
+from toolkit.envs.servers.budget import Budget
 from toolkit.envs.servers.calculator import Calculator
 from toolkit.envs.servers.calendar import Calendar
 from toolkit.envs.servers.chat import Chat
@@ -9,7 +11,9 @@ from toolkit.envs.servers.email import Email
 from toolkit.envs.servers.filesystem import Filesystem
 from toolkit.envs.servers.finance import Finance
 from toolkit.envs.servers.helpdesk import Helpdesk
+from toolkit.envs.servers.payments import Payments
 from toolkit.envs.servers.shop import Shop
+from toolkit.envs.servers.trading import Trading
 from toolkit.envs.servers.weather import Weather
 
 SERVER_CLASSES = [
@@ -24,4 +28,8 @@ SERVER_CLASSES = [
     Weather,
     Chat,
     Calculator,
+    Banking,
+    Trading,
+    Payments,
+    Budget,
 ]

@@ -12,6 +12,15 @@ from collections.abc import Callable
 from random import Random
 
 from toolkit.envs.clock import World
+from toolkit.envs.worlds.banking import add_banking
+from toolkit.envs.worlds.budget import add_budget
+from toolkit.envs.worlds.payments import add_payments
+from toolkit.envs.worlds.trading import add_trading
 
 # In the order they run; each reads only the core world and its own collections.
-DOMAIN_BUILDERS: list[Callable[[World, Random], None]] = []
+DOMAIN_BUILDERS: list[Callable[[World, Random], None]] = [
+    add_banking,
+    add_trading,
+    add_payments,
+    add_budget,
+]
