@@ -8,5 +8,6 @@ from toolkit.synth.templates import (  # noqa: F401
     helpdesk,
     meta,
     multipart,
+    trading,
     workspace,
 )
