@@ -8,6 +8,7 @@ from toolkit.synth.templates import (  # noqa: F401
     helpdesk,
     meta,
     multipart,
+    payments,
     trading,
     workspace,
 )
