@@ -2,6 +2,7 @@
 
 from toolkit.synth.templates import (  # noqa: F401
     banking,
+    budget,
     chains,
     crm,
     heldout,
