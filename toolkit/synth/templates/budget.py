@@ -53,7 +53,7 @@ def team_month_spent(ctx: Ctx) -> Draft:
                                                          and b["month"] == month)), 2)  # fmt: skip
     prompt = ctx.say(
         ["How much has the {t} team spent in {m} (approved or reimbursed expenses), against what plan?",
-         "Give me {t}'s total spending for {m} and its total planned budget.",
+         "Give me the {t} team's total spending for {m} and its total planned budget.",
          "In {m}, what did the {t} team spend, and how much had we budgeted for it?"],
         ["Compare the {t} team's {m} spending with its planned budget."],
         t=team, m=MONTHS[month],
