@@ -174,6 +174,8 @@ def test_trading_tools():
         )
         assert all("2025-11-01" <= o["placed_at"][:10] <= "2025-11-10" for o in window["items"])
         assert "Did you mean" in await call("list_trade_orders", {"symbol": "ACMX"}, ok=False)
+        assert "is after end_date" in await call("list_trade_orders", {"start_date": "2025-11-10",
+                                                                         "end_date": "2025-11-01"}, ok=False)  # fmt: skip
         got = await call("get_trade_order", {"order_id": filled["id"]})
         assert got["notional"] == pytest.approx(filled["quantity"] * filled["filled_price"])
         buy = await call("place_trade_order", {"symbol": not_held.lower(), "side": "buy", "quantity": 10})
@@ -243,6 +245,8 @@ def test_payments_tools():
         page = await call("list_payments", {"status": "succeeded", "start_date": "2025-10-01", "limit": 50})
         assert all(p["status"] == "succeeded" and p["created"] >= "2025-10-01" for p in page["items"])
         got = await call("get_payment", {"payment_id": pay["id"]})
+        assert "YYYY-MM-DD" in await call("list_payments", {"start_date": "2025-13-01"}, ok=False)
+        assert "Did you mean" in await call("list_payment_invoices", {"customer_id": "cu-0001"}, ok=False)
         assert got["refundable"] == pay["amount"]
         assert "not 1.0" in await call("create_payment", {"customer_id": cust, "amount": 1.0, "description": "Order",
                                                           "order_id": unpaid["id"]}, ok=False)  # fmt: skip

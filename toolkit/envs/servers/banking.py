@@ -18,6 +18,7 @@ from toolkit.envs.servers.base import (
     paginate,
     tool,
 )
+from toolkit.envs.servers.daywindow import check_month, check_window
 
 AccountId = Annotated[str, Field(description="Bank account id, e.g. 'ba-1001'.")]
 Amount = Annotated[float, Field(gt=0, le=1_000_000, description="Amount in USD (positive, 2 decimals).")]
@@ -30,12 +31,6 @@ def _cents(amount: float) -> float:
     if round(amount, 2) != amount:
         raise invalid(f"amount {amount} has more than 2 decimals.")
     return amount
-
-
-def _day(value: str | None, name: str) -> str | None:
-    if value is not None and (len(value) != 10 or value[4] != "-" or value[7] != "-"):
-        raise invalid(f"{name} '{value}' is not a day in YYYY-MM-DD form.")
-    return value
 
 
 class Banking(DomainServer):
@@ -182,7 +177,7 @@ class Banking(DomainServer):
     ) -> dict[str, Any]:
         """An account's transactions between two days (inclusive), newest first. Debits are negative."""
         self._account(account_id)
-        _day(start_date, "start_date"), _day(end_date, "end_date")
+        check_window(start_date, end_date)
         rows = [
             t
             for t in self._txs(account_id)
@@ -230,7 +225,7 @@ class Banking(DomainServer):
     ) -> dict[str, Any]:
         """Money in, money out and spending per category of an account between two days (inclusive)."""
         self._account(account_id)
-        _day(start_date, "start_date"), _day(end_date, "end_date")
+        check_window(start_date, end_date)
         rows = [t for t in self._txs(account_id) if (start_date is None or t["date"] >= start_date)
                 and (end_date is None or t["date"] <= end_date)]  # fmt: skip
         spent: dict[str, float] = defaultdict(float)
@@ -255,8 +250,7 @@ class Banking(DomainServer):
     ) -> dict[str, Any]:
         """A monthly statement: opening and closing balance, totals in and out, and the transactions."""
         a = self._account(account_id)
-        if len(month) != 7 or month[4] != "-" or not (month[:4] + month[5:]).isdigit():
-            raise invalid(f"month '{month}' is not in YYYY-MM form.")
+        check_month(month)
         txs = self._txs(account_id)
         later = sum(t["amount"] for t in txs if t["date"][:7] > month)
         inside = sorted((t for t in txs if t["date"][:7] == month), key=lambda t: (t["date"], t["id"]))

@@ -9,6 +9,7 @@ from pydantic import Field
 
 from toolkit.envs.clock import TODAY
 from toolkit.envs.servers.base import Cursor, DomainServer, Limit, conflict, invalid, paginate, tool
+from toolkit.envs.servers.daywindow import check_day, check_month, check_window
 
 Team = Literal["support", "sales", "engineering", "finance"]
 Category = Literal["travel", "software", "hardware", "events", "training"]
@@ -17,12 +18,6 @@ BudgetId = Annotated[str, Field(description="Budget id, e.g. 'bud-014'.")]
 ExpenseId = Annotated[str, Field(description="Expense id, e.g. 'exp-0042'.")]
 Month = Annotated[str, Field(description="Month, YYYY-MM.")]
 SPENT = ("approved", "reimbursed")  # what counts against a budget
-
-
-def _month(value: str | None) -> str | None:
-    if value is not None and (len(value) != 7 or value[4] != "-" or not (value[:4] + value[5:]).isdigit()):
-        raise invalid(f"month '{value}' is not in YYYY-MM form.")
-    return value
 
 
 class Budget(DomainServer):
@@ -52,7 +47,7 @@ class Budget(DomainServer):
         cursor: Cursor = None,
     ) -> dict[str, Any]:
         """Budgets (team, category, month, planned amount), by month, team and category."""
-        _month(month)
+        check_month(month)
         rows = [b for b in self.db.values("budget_plans") if (team is None or b["team"] == team)
                 and (month is None or b["month"] == month) and (category is None or b["category"] == category)]  # fmt: skip
         rows.sort(key=lambda b: (b["month"], b["team"], b["category"], b["id"]))
@@ -74,7 +69,7 @@ class Budget(DomainServer):
         amount: Annotated[float, Field(gt=0, le=10_000_000, description="Planned amount in USD.")],
     ) -> dict[str, Any]:
         """Create a budget for a team, category and month (one per combination)."""
-        _month(month)
+        check_month(month)
         for b in self.db.values("budget_plans"):
             if (b["team"], b["category"], b["month"]) == (team, category, month):
                 raise conflict(f"{team} already has a {category} budget for {month}: {b['id']}; update it.")
@@ -137,6 +132,9 @@ class Budget(DomainServer):
         cursor: Cursor = None,
     ) -> dict[str, Any]:
         """Expense claims, newest first, filtered by team, category, staff member, status and day."""
+        check_window(start_date, end_date)
+        if staff_id is not None:
+            self.require("staff", staff_id, "Staff member", "Use list_staff to find staff ids.")
         rows = [
             e
             for e in self.db.values("budget_expenses")
@@ -169,7 +167,7 @@ class Budget(DomainServer):
     ) -> dict[str, Any]:
         """Submit an expense claim; it counts against the spender's team once approved."""
         person = self.require("staff", staff_id, "Staff member", "Use list_staff to find staff ids.")
-        day = date or TODAY.isoformat()
+        day = check_day(date, "date") or TODAY.isoformat()
         if day > TODAY.isoformat():
             raise invalid(f"date {day} is in the future (today is {TODAY.isoformat()}).")
         eid = self.next_id("budget_expenses", "exp-", 4)
@@ -222,7 +220,7 @@ class Budget(DomainServer):
         team: Annotated[Team | None, Field(description="Only this team.")] = None,
     ) -> dict[str, Any]:
         """Planned against spent (approved + reimbursed) per budget of a month, with what remains."""
-        _month(month)
+        check_month(month)
         rows = []
         for b in sorted(self.db.values("budget_plans"), key=lambda b: (b["team"], b["category"])):
             if b["month"] != month or (team is not None and b["team"] != team):
@@ -247,7 +245,7 @@ class Budget(DomainServer):
         ] = None,
     ) -> dict[str, Any]:
         """Total expense amount and count per group, largest first."""
-        _month(month)
+        check_month(month)
         agg: dict[str, dict[str, Any]] = defaultdict(lambda: {"count": 0, "amount": 0.0})
         for e in self.db.values("budget_expenses"):
             if (month and e["date"][:7] != month) or (

@@ -9,6 +9,7 @@ from pydantic import Field
 
 from toolkit.envs.clock import NOW_ISO, TODAY
 from toolkit.envs.servers.base import Cursor, DomainServer, Limit, conflict, invalid, paginate, tool
+from toolkit.envs.servers.daywindow import check_day, check_window
 
 PaymentId = Annotated[str, Field(description="Payment id, e.g. 'pay-0004'.")]
 MethodId = Annotated[str, Field(description="Payment method id, e.g. 'pm-012'.")]
@@ -78,6 +79,9 @@ class Payments(DomainServer):
         cursor: Cursor = None,
     ) -> dict[str, Any]:
         """Payments, newest first, filtered by customer, status, order, creation day and amount."""
+        check_window(start_date, end_date)
+        if customer_id is not None:
+            self._customer(customer_id)
         rows = [
             p
             for p in self.db.values("pay_payments")
@@ -176,6 +180,7 @@ class Payments(DomainServer):
         ] = None,
     ) -> dict[str, Any]:
         """Count and amount of payments per group (refunds not subtracted), largest amount first."""
+        check_window(start_date, end_date)
         agg: dict[str, dict[str, Any]] = defaultdict(lambda: {"count": 0, "amount": 0.0})
         for p in self.db.values("pay_payments"):
             day = p["created"][:10]
@@ -264,6 +269,9 @@ class Payments(DomainServer):
         cursor: Cursor = None,
     ) -> dict[str, Any]:
         """Invoices by due date (oldest first); open ones past due carry overdue=true."""
+        check_day(due_before, "due_before")
+        if customer_id is not None:
+            self._customer(customer_id)
         today = TODAY.isoformat()
         rows = [
             {**i, "overdue": i["status"] == "open" and i["due_date"] < today}

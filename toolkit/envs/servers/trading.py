@@ -14,6 +14,7 @@ from pydantic import Field
 
 from toolkit.envs.clock import NOW_ISO, TODAY
 from toolkit.envs.servers.base import Cursor, DomainServer, Limit, conflict, invalid, paginate, tool
+from toolkit.envs.servers.daywindow import check_window
 
 Symbol = Annotated[str, Field(description="Ticker symbol, e.g. 'ACMR'.")]
 OrderId = Annotated[str, Field(description="Trade order id, e.g. 'tord-004'.")]
@@ -90,6 +91,7 @@ class Trading(DomainServer):
     ) -> dict[str, Any]:
         """Orders in the book, newest first, filtered by status, ticker, side and placement day."""
         sym = self._symbol(symbol) if symbol else None
+        check_window(start_date, end_date)
         rows = [
             o
             for o in self.db.values("trade_orders")
@@ -184,6 +186,7 @@ class Trading(DomainServer):
         ] = None,
     ) -> dict[str, Any]:
         """Filled orders per ticker: fills, shares bought and sold, and net cash flow (sells minus buys)."""
+        check_window(start_date, end_date)
         per: dict[str, dict[str, Any]] = defaultdict(
             lambda: {"fills": 0, "bought": 0, "sold": 0, "net_cash": 0.0}
         )
