@@ -392,12 +392,30 @@ def test_writes_stay_in_their_episode():
     anyio.run(main)
 
 
-def test_serve_knows_the_new_servers():
-    from toolkit.envs.serve import build_endpoint, parse_servers
+@pytest.mark.parametrize("name", SERVERS)
+def test_mcp_rl_serve_each_server_over_stdio(name):
+    """`mcp-rl serve <name>` (the CLI entry point) answers a real stdio client: tools, a read, a bad id."""
+    import json
+    import sys
+    from pathlib import Path
 
-    assert parse_servers("banking,budget") == ["banking", "budget"]
-    with pytest.raises(KeyError, match="trading"):
-        parse_servers("tradng")
-    server, state = build_endpoint(SERVERS, seed=SEED)
-    tools = anyio.run(server.list_tools)
-    assert {t.name for t in tools} >= {n for s in SERVERS for n in DOMAIN_SERVERS[s].tool_names()}
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    probe = {"banking": ("get_bank_account", "account_id", "ba-1001"), "trading": ("get_trade_order", "order_id", "tord-001"),
+             "payments": ("get_payment", "payment_id", "pay-0001"), "budget": ("get_budget", "budget_id", "bud-001")}  # fmt: skip
+    tool, arg, key = probe[name]
+    root = Path(__file__).resolve().parents[1]
+    params = StdioServerParameters(command=sys.executable, args=["-m", "toolkit.cli", "serve", name, "--seed", "0"],
+                                   cwd=str(root))  # fmt: skip
+
+    async def main():
+        async with Client(params, read_timeout_seconds=60) as client:
+            names = {t.name for t in (await client.list_tools()).tools}
+            assert names == set(DOMAIN_SERVERS[name].tool_names())
+            r = await client.call_tool(tool, {arg: key})
+            assert not r.is_error and json.loads(r.content[0].text)["id"] == key
+            bad = await client.call_tool(tool, {arg: key[:-1] + "9x"})
+            assert bad.is_error and "not found" in bad.content[0].text
+
+    anyio.run(main)
