@@ -419,3 +419,43 @@ def test_mcp_rl_serve_each_server_over_stdio(name):
             assert bad.is_error and "not found" in bad.content[0].text
 
     anyio.run(main)
+
+
+def test_random_arguments_get_model_readable_errors_never_internal_ones():
+    """Every tool, fed random well- and ill-typed arguments (ids of the wrong kind, bad dates, huge and
+    negative numbers, unknown enum values), answers or says what was wrong; no KeyError/TypeError leaks."""
+    import random
+
+    from toolkit.envs.registry import tool_specs
+
+    pool = {"string": ["", "zz", "2025-13-45", "2025-11", "2025-11-01", "ba-1001", "cu-001", "ACMR", "tord-006",
+                       "pay-0002", "pinv-001", "bud-001", "exp-0062", "st-011", "wl-001", "palert-001", "card-001",
+                       "bpy-001", "pm-001"],
+            "integer": [0, -1, 5, 10**9], "number": [0, -5.5, 1.005, 12.5, 1e12], "boolean": [True, False]}  # fmt: skip
+    readable = ("Invalid argument", "not found", "Conflict", "validation error")
+    leaks = []
+
+    def value(schema, rng):
+        options = [schema, *schema.get("anyOf", [])]
+        enum = next((o["enum"] for o in options if "enum" in o), None)
+        if enum:
+            return rng.choice([*enum, "bogus"])
+        kind = next((o["type"] for o in options if o.get("type") not in (None, "null")), "string")
+        return [rng.choice(pool["string"])] if kind == "array" else rng.choice(pool.get(kind, pool["string"]))
+
+    async def main():
+        async with open_episode(seed=SEED, servers=SERVERS) as tb:
+            for spec in tool_specs(SERVERS):
+                props = spec.input_schema.get("properties", {})
+                for k in range(12):
+                    rng = random.Random(f"{spec.name}/{k}")
+                    args = {p: value(s, rng) for p, s in props.items() if rng.random() < 0.7}
+                    r = await tb.call_tool(spec.name, args)
+                    if not r.ok and not any(x in r.text for x in readable):
+                        leaks.append((spec.name, args, r.text[:160]))
+            assert (
+                await tb.call_tool("get_bank_account", {"account_id": "ba-1001"})
+            ).ok  # the episode goes on
+
+    anyio.run(main)
+    assert not leaks, leaks[:5]
