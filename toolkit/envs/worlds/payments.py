@@ -1,7 +1,8 @@
 """Payments world (Stripe-like): customers' payment methods, payments for shop orders, refunds, invoices.
 
 Payments belong to CRM ``customers``; most pay one of that customer's shop ``orders`` (same amount),
-so "the payment for order o-5003" is a question the shop and payments servers answer together.
+so "the payment for order o-5003" is a question the shop and payments servers answer together; a
+paid invoice names the payment that settled it.
 """
 
 from __future__ import annotations
@@ -62,7 +63,6 @@ def add_payments(w: World, rng: Random) -> None:
             if status == "succeeded":
                 payments[pid]["status"] = "partially_refunded"
                 payments[pid]["refunded_amount"] = amount
-    w["pay_payments"] = payments
     w["pay_refunds"] = refunds
 
     invoices: dict[str, dict] = {}
@@ -83,4 +83,16 @@ def add_payments(w: World, rng: Random) -> None:
                 ["Support Plus renewal", "Cloud Plan Pro (annual)", "Training Day", "Consulting"]
             ),
         }
+        if status == "paid":  # a paid invoice names the payment that settled it
+            inv = invoices[f"pinv-{i + 1:03d}"]
+            paid_at = datetime.combine(issued, datetime.min.time()) + timedelta(
+                days=rng.randint(1, 20), hours=10
+            )
+            pid = f"pay-{len(payments) + 1:04d}"
+            default = next(m for m in by_customer[cu] if methods[m]["default"])
+            payments[pid] = {"id": pid, "customer_id": cu, "order_id": None, "amount": inv["amount"], "currency": "USD",
+                             "method_id": default, "status": "succeeded", "description": f"Invoice {inv['id']}",
+                             "created": iso(min(paid_at, NOW)), "refunded_amount": 0.0}  # fmt: skip
+            inv["payment_id"] = pid
     w["pay_invoices"] = invoices
+    w["pay_payments"] = payments
