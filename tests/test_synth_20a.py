@@ -70,6 +70,8 @@ def test_every_template_builds_on_every_seed_and_replays(built):
         f"{tasks[i].metadata['template']}@{tasks[i].seed}: {details[i]}" for i, g in enumerate(ok) if not g
     ]
     assert not failed, failed
+    paged = [t for t in tasks if any(c.arguments.get("cursor") for c in t.gold)]
+    assert paged, "no draft reads a second page"
     writes = [t for t in tasks if t.metadata["kind"] == "write"]
     assert writes and all(any(i.check.get("type") == "state" for i in t.rubric) for t in writes)
 

@@ -4,7 +4,7 @@ reimbursement, a reviewer found by name (directory), and raising a budget found 
 from __future__ import annotations
 
 from toolkit.synth.base import Answer, Draft, Step
-from toolkit.synth.templates import Ctx, template
+from toolkit.synth.templates import Ctx, Skip, template
 from toolkit.synth.templates.common import ALL, field_of, fmt_num, items, unique_by
 
 MONTHS = {"2025-09": "September 2025", "2025-10": "October 2025", "2025-11": "November 2025"}
@@ -193,4 +193,44 @@ def raise_plan(ctx: Ctx) -> Draft:
         recompute=recompute,
         keep=[b["team"], b["category"], fmt_num(extra)],
         read_only=False,
+    )  # fmt: skip
+
+
+@template("budget_expense_total_paged", "aggregate", ["budget"], calls=(1, 2))
+def expense_total_paged(ctx: Ctx) -> Draft:
+    """A sum over a date window that may not fit one page: the second call passes the first's cursor."""
+    ctx.need("list_budget_expenses")
+    start = f"2025-09-{ctx.rng.randint(1, 28):02d}"
+    end = f"2025-{ctx.choose(('10', '11'))}-{ctx.rng.randint(1, 15):02d}"
+    pool = ctx.records("budget_expenses", lambda e: start <= e["date"] <= end)
+    if not pool or len(pool) > 2 * ALL:
+        raise Skip("empty or more than two pages")
+    value = round(sum(e["amount"] for e in pool), 2)
+    prompt = ctx.say(
+        ["What is the total amount of all expense claims dated {a} to {b}, whatever their status?",
+         "Add up every expense claim (any status) between {a} and {b}.",
+         "How much was claimed in expenses from {a} through {b}, counting all statuses?"],
+        ["Sum all expense claims made between {a} and {b}, approved or not."],
+        a=start, b=end,
+    )  # fmt: skip
+    args = {"start_date": start, "end_date": end, "limit": ALL}
+    steps = [Step("list_budget_expenses", args, checked_args=["start_date", "end_date"],
+                  purpose=f"list the expenses from {start} to {end}", produces="next_cursor")]  # fmt: skip
+    if len(pool) > ALL:
+        steps.append(Step("list_budget_expenses", {**args, "cursor": str(ALL)}, depends_on=[0],
+                          checked_args=["start_date", "end_date", "cursor"], purpose="read the second page"))  # fmt: skip
+
+    def recompute(r):
+        rows = [e for res in r for e in items(res)]
+        if len(rows) != field_of(r[0], "total"):
+            raise ValueError("not every page was read")
+        return {"total": round(sum(e["amount"] for e in rows), 2), "claims": len(rows)}
+
+    return Draft(
+        "", "", prompt, ["budget"], steps,
+        answers=[Answer("total", value, "number", 0.01, text=f"the claims total {fmt_num(value)} USD"),
+                 Answer("claims", len(pool), "number", text=f"{len(pool)} claims", intermediate=True)],
+        reference_answer=f"{len(pool)} expense claims dated {start} to {end} total {fmt_num(value)} USD.",
+        recompute=recompute,
+        keep=[start, end],
     )  # fmt: skip
