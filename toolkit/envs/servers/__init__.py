@@ -1,5 +1,7 @@
 """The kit's domain MCP servers, one module each (see ``toolkit.envs.registry``)."""
 
+from toolkit.envs.servers.banking import Banking
+from toolkit.envs.servers.budget import Budget
 from toolkit.envs.servers.calculator import Calculator
 from toolkit.envs.servers.calendar import Calendar
 from toolkit.envs.servers.chat import Chat
@@ -11,8 +13,10 @@ from toolkit.envs.servers.finance import Finance
 from toolkit.envs.servers.helpdesk import Helpdesk
 from toolkit.envs.servers.iot_devices import IotDevices
 from toolkit.envs.servers.issue_tracker import IssueTracker
+from toolkit.envs.servers.payments import Payments
 from toolkit.envs.servers.shop import Shop
 from toolkit.envs.servers.social_media import SocialMedia
+from toolkit.envs.servers.trading import Trading
 from toolkit.envs.servers.vehicle import Vehicle
 from toolkit.envs.servers.video_meeting import VideoMeeting
 from toolkit.envs.servers.weather import Weather
@@ -34,4 +38,8 @@ SERVER_CLASSES = [
     Vehicle,
     IssueTracker,
     VideoMeeting,
+    Banking,
+    Trading,
+    Payments,
+    Budget,
 ]

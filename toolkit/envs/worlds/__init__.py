@@ -12,9 +12,13 @@ from collections.abc import Callable
 from random import Random
 
 from toolkit.envs.clock import World
+from toolkit.envs.worlds.banking import add_banking
+from toolkit.envs.worlds.budget import add_budget
 from toolkit.envs.worlds.iot_devices import add_iot_devices
 from toolkit.envs.worlds.issue_tracker import add_issue_tracker
+from toolkit.envs.worlds.payments import add_payments
 from toolkit.envs.worlds.social_media import add_social_media
+from toolkit.envs.worlds.trading import add_trading
 from toolkit.envs.worlds.vehicle import add_vehicle
 from toolkit.envs.worlds.video_meeting import add_video_meeting
 
@@ -25,4 +29,8 @@ DOMAIN_BUILDERS: list[Callable[[World, Random], None]] = [
     add_vehicle,
     add_issue_tracker,
     add_video_meeting,
+    add_banking,
+    add_trading,
+    add_payments,
+    add_budget,
 ]

@@ -1,6 +1,8 @@
 """Imports every template module so their ``@template`` registrations run (order = registry order)."""
 
 from toolkit.synth.templates import (  # noqa: F401
+    banking,
+    budget,
     chains,
     crm,
     heldout,
@@ -9,7 +11,9 @@ from toolkit.synth.templates import (  # noqa: F401
     issue_tracker,
     meta,
     multipart,
+    payments,
     social_media,
+    trading,
     vehicle,
     video_meeting,
     workspace,
