@@ -15,6 +15,8 @@ import random
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 DIGESTS = Path(__file__).parent / "data" / "synth_digests.json"
 # The 11 servers the digests were taken on (the core set): later servers must not change them.
 CORE = (
@@ -105,6 +107,82 @@ def test_core_templates_draft_the_same_tasks():
     want = stored()["templates"]
     assert set(want) <= set(all_templates()), "a core template was removed or renamed"
     assert template_digests(sorted(want)) == want
+
+
+def _env_with_a_later_server():
+    """The kit's env plus a server added later: its tools, a world collection (named to sort
+    first, with keys that collide with core keys) and a read and a write template of its own."""
+    from functools import cache
+
+    from toolkit.synth.base import Answer, Draft, Step
+    from toolkit.synth.generate import default_env
+    from toolkit.toolbox import ToolSpec
+
+    world_fn, specs, open_episode = default_env()
+    extra = {
+        f"fakebank_{verb}": ToolSpec(
+            f"fakebank_{verb}", "A tool of a later server.", {"type": "object", "properties": {}}, "fakebank"
+        )
+        for verb in ("get", "list", "put", "close")
+    }
+
+    @cache
+    def world(seed: int) -> dict:
+        w = dict(world_fn(seed))
+        w["aaa_fakebank"] = {
+            k: {"id": k, "customer_id": c} for k, c in zip(w["staff"], w["customers"], strict=False)
+        }
+        return w
+
+    def build(ctx):
+        rec = ctx.choose(ctx.records("aaa_fakebank"))
+        prompt = ctx.say(["Who owns fake account {id}?"], ["Fake account {id}: whose is it?"], id=rec["id"])
+        step = Step("fakebank_get", {"id": rec["id"]})
+        return Draft("", "", prompt, ["fakebank"], [step], answers=[Answer("owner", rec["customer_id"])])
+
+    def build_mixed(ctx):
+        draft = build(ctx)
+        draft.servers.append("crm")
+        draft.steps.append(Step("get_contact", {"contact_id": draft.answers[0].value}, depends_on=[0]))
+        return draft
+
+    return (world, {**specs, **extra}, open_episode), {
+        "fakebank_owner": build,
+        "fakebank_owner_contact": build_mixed,
+    }
+
+
+def test_a_later_server_and_its_templates_leave_the_core_presets_unchanged(tmp_path, monkeypatch):
+    import toolkit.synth.generate as gen
+    from toolkit.synth.config import make_config
+    from toolkit.synth.templates import TEMPLATES, Template, all_templates
+
+    all_templates()  # registers the real templates first
+    env, builds = _env_with_a_later_server()
+    monkeypatch.setitem(
+        TEMPLATES,
+        "fakebank_owner",
+        Template("fakebank_owner", "lookup", ("fakebank",), builds["fakebank_owner"]),
+    )
+    monkeypatch.setitem(
+        TEMPLATES,
+        "fakebank_owner_contact",
+        Template(
+            "fakebank_owner_contact", "chain", ("crm", "fakebank"), builds["fakebank_owner_contact"], (2, 2)
+        ),
+    )
+    monkeypatch.setattr(gen, "default_env", lambda: env)
+    assert cli_digests(tmp_path, stored()["cli_runs"]) == stored()["cli"]
+
+    # The same env with every server: the later server's templates and tools are drawn.
+    res = gen.generate(make_config("all", n_train=150, n_eval=0, seed=3, validate=False), env=env)
+    templates = {t.metadata["template"] for t in res.train}
+    assert {"fakebank_owner", "fakebank_owner_contact"} <= templates
+    assert any(t.metadata["template"] == "multi_part" and "fakebank" in t.servers for t in res.train)
+    assert any("fakebank" in t.servers and "fakebank" not in t.metadata["needed_servers"] for t in res.train)
+    assert res.summary["config"]["server_set"] == "all"
+    with pytest.raises(ValueError, match="unknown server"):
+        gen.generate(make_config("default", server_set="crm,nobank", n_train=1, n_eval=0), env=env)
 
 
 def main() -> None:

@@ -13,6 +13,25 @@ from typing import Any
 # Task kinds the generator emits, with their default sampling weights.
 KINDS = ("lookup", "aggregate", "write", "multi_part", "chain", "clarify", "abstain")
 
+# The kit's first 11 servers. The "core" server set keeps tasks on them only, so adding servers and
+# templates later never changes what the core presets generate for a seed.
+CORE_SERVERS = (
+    "helpdesk",
+    "crm",
+    "directory",
+    "calendar",
+    "email",
+    "filesystem",
+    "shop",
+    "finance",
+    "weather",
+    "chat",
+    "calculator",
+)
+# Fields added after data was first published: ``to_dict`` leaves them out while they keep their
+# default, so the summary of a config that does not use them stays byte-identical.
+LATER_FIELDS = ("server_set",)
+
 
 @dataclass(frozen=True)
 class SynthConfig:
@@ -23,6 +42,10 @@ class SynthConfig:
     seed: int = 0
     # World seeds tasks are grounded in: seed * 1000 + 0 .. n_worlds-1 (each task names its own).
     n_worlds: int = 4
+    # Which servers tasks may use and distractors come from: "core" (CORE_SERVERS), "all" (every
+    # domain server registered), or a comma-separated list of server names. Templates needing a
+    # server outside the set are skipped.
+    server_set: str = "core"
     # Gold chain length (number of tool calls), inclusive. Templates outside the range are skipped.
     min_calls: int = 1
     max_calls: int = 6
@@ -58,7 +81,12 @@ class SynthConfig:
     paraphrase_base_url: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        defaults = SynthConfig()
+        for name in LATER_FIELDS:
+            if out[name] == getattr(defaults, name):
+                del out[name]
+        return out
 
 
 # Difficulty presets: overrides applied on top of SynthConfig defaults.
@@ -89,6 +117,8 @@ PRESETS: dict[str, dict[str, Any]] = {
         "short_share": 0.0,
         "kind_weights": {"chain": 3.0, "multi_part": 3.0, "aggregate": 1.0, "clarify": 0.3, "abstain": 0.3},
     },
+    # The default mix over every registered server (new domains' templates and tools included).
+    "all": {"server_set": "all"},
 }
 
 
@@ -102,6 +132,8 @@ def make_config(preset: str = "default", **overrides: Any) -> SynthConfig:
         raise ValueError(f"need 1 <= min_calls <= max_calls, got {config.min_calls}..{config.max_calls}")
     if not 0 <= config.min_distractors <= config.max_distractors:
         raise ValueError("need 0 <= min_distractors <= max_distractors")
+    if not config.server_set.strip(", "):
+        raise ValueError("server_set is empty: use core, all, or a comma-separated list of servers")
     unknown = set(config.kind_weights) - set(KINDS)
     if unknown:
         raise ValueError(f"unknown task kind(s) {sorted(unknown)}; kinds are {KINDS}")

@@ -21,7 +21,7 @@ from typing import Any
 
 from toolkit.records import GoldCall, Task
 from toolkit.synth.base import Draft
-from toolkit.synth.config import KINDS, SynthConfig
+from toolkit.synth.config import CORE_SERVERS, KINDS, SynthConfig
 from toolkit.synth.dedup import remove_near_duplicates, task_signature
 from toolkit.synth.replay import OpenEpisode, validate_tasks_sync
 from toolkit.synth.rubric import build_rubric
@@ -127,6 +127,41 @@ def _weighted(rng: random.Random, weights: Mapping[str, float]) -> str:
     return rng.choices(names, weights=[weights[k] for k in names])[0]
 
 
+def select_servers(server_set: str, specs: Mapping[str, ToolSpec]) -> list[str]:
+    """The servers a config's ``server_set`` names, among those ``specs`` has tools of."""
+    available = sorted({s.server for s in specs.values()})
+    if server_set == "all":
+        return available
+    if server_set == "core":
+        return [s for s in available if s in CORE_SERVERS]
+    names = sorted({n.strip() for n in server_set.split(",") if n.strip()})
+    unknown = [n for n in names if n not in available]
+    if unknown:
+        raise ValueError(
+            f"unknown server(s) {unknown} in server_set {server_set!r}; "
+            f"use core, all, or names from: {', '.join(available)}"
+        )
+    return names
+
+
+def usable_templates(
+    templates: Mapping[str, Template], config: SynthConfig, servers: Sequence[str]
+) -> dict[str, Template]:
+    """Templates the config can draw: a positive kind weight, a chain length in range, and every
+    server they need in the server set."""
+    allowed = set(servers)
+    return {
+        tid: t
+        for tid, t in templates.items()
+        if config.kind_weights.get(t.kind, 0) > 0
+        and set(t.servers) <= allowed
+        and (
+            t.kind in ("clarify", "abstain")
+            or (t.calls[1] >= config.min_calls and t.calls[0] <= config.max_calls)
+        )
+    }
+
+
 def default_env() -> tuple[Callable[[int], Any], Mapping[str, ToolSpec], OpenEpisode]:
     """The kit's environment library: world generator, every tool spec, episode opener."""
     from toolkit.envs import open_episode
@@ -148,17 +183,12 @@ def generate(
     """Generate ``config.n_train`` train and ``config.n_eval`` eval tasks (fewer only if the template
     pool runs dry; the summary says so)."""
     world_fn, specs, open_episode = env or default_env()
+    servers = select_servers(config.server_set, specs)
+    # Distractors, the fingerprint and ``ctx.tools`` see only the set's tools.
+    specs = {name: spec for name, spec in specs.items() if spec.server in servers}
     templates = dict(templates if templates is not None else all_templates())
     tool_names = frozenset(specs)
-    usable = {
-        tid: t
-        for tid, t in templates.items()
-        if config.kind_weights.get(t.kind, 0) > 0
-        and (
-            t.kind in ("clarify", "abstain")
-            or (t.calls[1] >= config.min_calls and t.calls[0] <= config.max_calls)
-        )
-    }
+    usable = usable_templates(templates, config, servers)
     summary: dict[str, Any] = {"config": config.to_dict(), "env": env_fingerprint(specs), "splits": {}}
     timings: dict[str, float] = {}
     out: dict[str, list[Task]] = {}
@@ -166,7 +196,7 @@ def generate(
     for split, target in (("train", config.n_train), ("eval", config.n_eval)):
         t0 = time.perf_counter()
         tasks, stats = _generate_split(
-            split, target, config, usable, world_fn, specs, tool_names, open_episode, bar
+            split, target, config, usable, world_fn, specs, tool_names, frozenset(servers), open_episode, bar
         )
         for i, task in enumerate(tasks, start=1):
             task.id = f"{split}-s{config.seed}-{i:05d}"
@@ -186,6 +216,7 @@ def _generate_split(
     world_fn: Callable[[int], Any],
     specs: Mapping[str, ToolSpec],
     tool_names: frozenset[str],
+    servers: frozenset[str],
     open_episode: OpenEpisode,
     bar: Any,
 ) -> tuple[list[Task], dict[str, Any]]:
@@ -228,6 +259,7 @@ def _generate_split(
                 split=split,
                 world_seed=world_seed,
                 tools=tool_names,
+                servers=servers,
                 min_calls=config.min_calls,
                 max_calls=2 if short else config.max_calls,
             )

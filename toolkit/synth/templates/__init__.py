@@ -37,6 +37,9 @@ class Ctx:
     bare: bool = False  # multi-part prompts: return the core sentence, the combinator dresses the whole
     # Set by the generator: the tool-spec names that exist (templates skip tools the envs lack).
     tools: frozenset[str] = field(default_factory=frozenset)
+    # Set by the generator: the config's server set (None: any). Templates that combine other
+    # templates (multi_part) draw only those whose servers are all in it.
+    servers: frozenset[str] | None = None
 
     def say(self, train: Sequence[str], held_out: Sequence[str] = (), **fields: Any) -> str:
         """Pick a phrasing (a held-out one when writing eval tasks and the template has some), fill it
@@ -56,6 +59,10 @@ class Ctx:
         """Records of a collection in key order, optionally filtered."""
         coll = self.world.get(collection, {})
         return [coll[k] for k in sorted(coll) if where is None or where(coll[k])]
+
+    def allows(self, tpl: Template) -> bool:
+        """Whether a template's servers are all in the server set."""
+        return self.servers is None or set(tpl.servers) <= self.servers
 
     def choose(self, options: Sequence[Any]) -> Any:
         if not options:
