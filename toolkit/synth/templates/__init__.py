@@ -9,6 +9,7 @@ importing the package imports them all.
 
 from __future__ import annotations
 
+import functools
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -97,7 +98,16 @@ def template(
     def register(build: Callable[[Ctx], Draft]) -> Callable[[Ctx], Draft]:
         if id in TEMPLATES:
             raise ValueError(f"duplicate template id {id!r}")
-        TEMPLATES[id] = Template(id, kind, tuple(servers), build, calls, eval_only)
+
+        @functools.wraps(build)
+        def built(ctx: Ctx) -> Draft:
+            draft = build(ctx)
+            draft.template, draft.kind = draft.template or id, draft.kind or kind
+            if not draft.servers:  # a draft on exactly the template's servers need not repeat them
+                draft.servers = list(servers)
+            return draft
+
+        TEMPLATES[id] = Template(id, kind, tuple(servers), built, calls, eval_only)
         return build
 
     return register

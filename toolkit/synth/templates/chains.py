@@ -334,11 +334,9 @@ def _chain_draft(ctx: Ctx, n_hops: int, by_name: bool, with_tail: bool = False) 
         reference = "; ".join(a.text[0].upper() + a.text[1:] for a in answers[:-1]) + f". {reference}"
     servers = {GETTERS[c][2] for c in colls[1:]} | {SEARCHERS[start][2] if by_name else GETTERS[start][2]}
     return Draft(
-        "",
-        "",
-        prompt,
-        sorted(servers),
-        steps,
+        prompt=prompt,
+        servers=sorted(servers),
+        steps=steps,
         answers=answers,
         reference_answer=reference,
         recompute=recompute,

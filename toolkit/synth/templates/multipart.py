@@ -85,11 +85,9 @@ def multi_part(ctx: Ctx) -> Draft:
         return out
 
     draft = Draft(
-        "",
-        "",
-        prompt,
-        sorted({s for p in parts for s in p.servers}),
-        steps,
+        prompt=prompt,
+        servers=sorted({s for p in parts for s in p.servers}),
+        steps=steps,
         answers=answers,
         state_changes=state,
         reference_answer=" ".join(refs),
