@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 # Task kinds the generator emits, with their default sampling weights.
-KINDS = ("lookup", "aggregate", "write", "multi_part", "chain", "clarify", "abstain")
+KINDS = ("lookup", "aggregate", "write", "multi_part", "chain", "clarify", "abstain", "long")
 
 # The kit's first 11 servers. The "core" server set keeps tasks on them only, so adding servers and
 # templates later never changes what the core presets generate for a seed.
@@ -30,7 +30,7 @@ CORE_SERVERS = (
 )
 # Fields added after data was first published: ``to_dict`` leaves them out while they keep their
 # default, so the summary of a config that does not use them stays byte-identical.
-LATER_FIELDS = ("server_set",)
+LATER_FIELDS = ("server_set", "distractor_servers")
 
 
 @dataclass(frozen=True)
@@ -54,6 +54,9 @@ class SynthConfig:
     min_distractors: int = 3
     max_distractors: int = 8
     same_server_distractor_share: float = 0.5
+    # Whole servers the task does not need, enabled with all their tools on top of the distractor
+    # tools (Scale's sample enables a finance server its helpdesk task never touches).
+    distractor_servers: int = 0
     # Share of tasks forced to be short (1-2 calls): cheap episodes a small model can learn from.
     short_share: float = 0.5
     # Relative sampling weight of each task kind (missing kinds get 0).
@@ -119,6 +122,17 @@ PRESETS: dict[str, dict[str, Any]] = {
     },
     # The default mix over every registered server (new domains' templates and tools included).
     "all": {"server_set": "all"},
+    # Scale-like tasks: multi-part requests of 8-15 calls over 3-5 servers, with paging, date
+    # windows, a closing write, and two whole servers enabled that the task does not need.
+    "long": {
+        "min_calls": 8,
+        "max_calls": 15,
+        "min_distractors": 3,
+        "max_distractors": 6,
+        "distractor_servers": 2,
+        "short_share": 0.0,
+        "kind_weights": {"long": 1.0},
+    },
 }
 
 
@@ -132,6 +146,8 @@ def make_config(preset: str = "default", **overrides: Any) -> SynthConfig:
         raise ValueError(f"need 1 <= min_calls <= max_calls, got {config.min_calls}..{config.max_calls}")
     if not 0 <= config.min_distractors <= config.max_distractors:
         raise ValueError("need 0 <= min_distractors <= max_distractors")
+    if config.distractor_servers < 0:
+        raise ValueError("need distractor_servers >= 0")
     if not config.server_set.strip(", "):
         raise ValueError("server_set is empty: use core, all, or a comma-separated list of servers")
     unknown = set(config.kind_weights) - set(KINDS)

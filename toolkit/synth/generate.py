@@ -65,7 +65,8 @@ def pick_distractors(
     rng: random.Random, needed: Sequence[str], specs: Mapping[str, ToolSpec], config: SynthConfig, short: bool
 ) -> list[str]:
     """3-8 (configurable) enabled tools the task does not need: some from the needed servers (same
-    domain, wrong tool), the rest from one or two other servers."""
+    domain, wrong tool), the rest from one or two other servers; plus, when the config asks for
+    them, every tool of ``distractor_servers`` further servers."""
     lo, hi = config.min_distractors, config.max_distractors
     if short:
         hi = max(lo, min(hi, lo + 2))
@@ -79,6 +80,10 @@ def pick_distractors(
     n_same = min(len(same), round(n * config.same_server_distractor_share) if needed else 0)
     chosen = rng.sample(same, n_same)
     chosen += rng.sample(other, min(len(other), n - n_same))
+    if config.distractor_servers:  # whole unneeded servers, every tool of them enabled
+        spare = [s for s in servers if s not in others]
+        whole = rng.sample(spare, min(len(spare), config.distractor_servers))
+        chosen += [t for t, s in specs.items() if s.server in whole and t not in chosen]
     return sorted(chosen)
 
 
