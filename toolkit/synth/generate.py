@@ -23,7 +23,7 @@ from toolkit.records import GoldCall, Task
 from toolkit.synth.base import Draft
 from toolkit.synth.config import CORE_SERVERS, KINDS, SynthConfig
 from toolkit.synth.dedup import remove_near_duplicates, task_signature
-from toolkit.synth.replay import OpenEpisode, validate_tasks_sync
+from toolkit.synth.replay import OpenEpisode, run_sync, validate_tasks_in_one_episode, validate_tasks_sync
 from toolkit.synth.rubric import build_rubric
 from toolkit.synth.templates import Ctx, Skip, Template, all_templates
 from toolkit.toolbox import ToolSpec
@@ -167,6 +167,17 @@ def usable_templates(
     }
 
 
+Replayer = Callable[[list[Task], list[Any]], tuple[list[bool], Counter[str], dict[int, str]]]
+
+
+def _replayer(open_episode: OpenEpisode, world_fn: Callable[[int], Any], shared: bool) -> Replayer:
+    """How a batch is replay-validated: each task in its own episode, or (the kit's servers) all of
+    them in one episode whose state is reset per task; both give the same verdicts."""
+    if shared:
+        return lambda batch, recomputes: run_sync(validate_tasks_in_one_episode(batch, world_fn, recomputes))
+    return lambda batch, recomputes: validate_tasks_sync(batch, open_episode, recomputes=recomputes)
+
+
 def default_env() -> tuple[Callable[[int], Any], Mapping[str, ToolSpec], OpenEpisode]:
     """The kit's environment library: world generator, every tool spec, episode opener."""
     from toolkit.envs import open_episode
@@ -184,10 +195,19 @@ def generate(
     templates: Mapping[str, Template] | None = None,
     env: tuple[Callable[[int], Any], Mapping[str, ToolSpec], OpenEpisode] | None = None,
     progress: bool = False,
+    shared_episode: bool | None = None,
 ) -> SynthResult:
     """Generate ``config.n_train`` train and ``config.n_eval`` eval tasks (fewer only if the template
-    pool runs dry; the summary says so)."""
+    pool runs dry; the summary says so).
+
+    ``shared_episode``: replay each batch in one episode with its state reset per task (default for
+    the kit's own servers; same verdicts as one episode per task, which ``False`` forces)."""
     world_fn, specs, open_episode = env or default_env()
+    if shared_episode is None:  # the kit's own servers can replay a batch in one episode
+        from toolkit.envs import open_episode as kit_open_episode
+
+        shared_episode = open_episode is kit_open_episode
+    replay = _replayer(open_episode, world_fn, shared_episode)
     servers = select_servers(config.server_set, specs)
     # Distractors, the fingerprint and ``ctx.tools`` see only the set's tools.
     specs = {name: spec for name, spec in specs.items() if spec.server in servers}
@@ -201,7 +221,7 @@ def generate(
     for split, target in (("train", config.n_train), ("eval", config.n_eval)):
         t0 = time.perf_counter()
         tasks, stats = _generate_split(
-            split, target, config, usable, world_fn, specs, tool_names, frozenset(servers), open_episode, bar
+            split, target, config, usable, world_fn, specs, tool_names, frozenset(servers), replay, bar
         )
         for i, task in enumerate(tasks, start=1):
             task.id = f"{split}-s{config.seed}-{i:05d}"
@@ -222,7 +242,7 @@ def _generate_split(
     specs: Mapping[str, ToolSpec],
     tool_names: frozenset[str],
     servers: frozenset[str],
-    open_episode: OpenEpisode,
+    replay: Replayer,
     bar: Any,
 ) -> tuple[list[Task], dict[str, Any]]:
     pool = {tid: t for tid, t in templates.items() if split == "eval" or not t.eval_only}
@@ -304,7 +324,7 @@ def _generate_split(
         if not batch:
             continue
         if config.validate:
-            ok, replay_drops, details = validate_tasks_sync(batch, open_episode, recomputes=recomputes)
+            ok, replay_drops, details = replay(batch, recomputes)
             drops.update({f"replay_{k}": v for k, v in replay_drops.items()})
             for i, why in sorted(details.items()):
                 if len(examples) < 10:
