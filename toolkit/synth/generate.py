@@ -22,7 +22,7 @@ from typing import Any
 from toolkit.records import GoldCall, Task
 from toolkit.synth.base import Draft
 from toolkit.synth.config import CORE_SERVERS, KINDS, SynthConfig
-from toolkit.synth.dedup import remove_near_duplicates, task_signature
+from toolkit.synth.dedup import NearDuplicateFilter, task_signature
 from toolkit.synth.replay import OpenEpisode, run_sync, validate_tasks_in_one_episode, validate_tasks_sync
 from toolkit.synth.rubric import build_rubric
 from toolkit.synth.templates import Ctx, Skip, Template, all_templates
@@ -257,6 +257,7 @@ def _generate_split(
     stats: Counter[str] = Counter()
     drops: Counter[str] = Counter()
     examples: list[str] = []  # why replays failed (first few), for debugging templates
+    near_dups = NearDuplicateFilter(config.near_duplicate_jaccard)
     attempt = 0
     max_attempts = 40 * max(target, 10)
     while len(kept) < target and attempt < max_attempts:
@@ -331,9 +332,10 @@ def _generate_split(
                     examples.append(f"{batch[i].metadata['template']}: {why}"[:300])
             batch = [t for t, good in zip(batch, ok, strict=True) if good]
         before = len(kept)
-        kept, n_dup = remove_near_duplicates(kept + batch, config.near_duplicate_jaccard)
-        drops["near_duplicate"] += n_dup
-        kept = kept[:target]
+        # Incremental: the same as re-filtering kept + batch (kept tasks always pass again).
+        fresh = [t for t in batch if near_dups.admit(t)]
+        drops["near_duplicate"] += len(batch) - len(fresh)
+        kept = (kept + fresh)[:target]
         if bar is not None:
             bar.update(len(kept) - before)
     stats_out = {"target": target, "generated": len(kept), "attempts": attempt, **dict(sorted(stats.items()))}
