@@ -11,6 +11,7 @@ import pytest
 from toolkit.records import RUBRIC_CATEGORIES
 from toolkit.synth.config import make_config
 from toolkit.synth.generate import default_env, generate
+from toolkit.synth.templates import all_templates
 
 REWARDS = ["rubric", "atlas", "prove", "graduated", "toolrl"]
 
@@ -22,8 +23,10 @@ def env():
 
 @pytest.fixture(scope="module")
 def long_tasks(env):
-    res = generate(make_config("long", n_train=12, n_eval=4, seed=2), env=env)
-    assert len(res.train) == 12 and len(res.eval) == 4, res.summary["splits"]
+    res = generate(make_config("long", n_train=15, n_eval=4, seed=2), env=env)
+    assert len(res.train) == 15 and len(res.eval) == 4, res.summary["splits"]
+    long_ids = {tid for tid, t in all_templates().items() if t.kind == "long"}
+    assert {t.metadata["template"] for t in res.train} == long_ids
     return res
 
 
@@ -62,7 +65,7 @@ def test_gold_gets_full_marks_from_every_reward_on_long_tasks(long_tasks):
     from toolkit.rewards.replay import replay_gold
 
     rewards = [get_reward(n) for n in REWARDS]
-    for task in long_tasks.train[:8] + long_tasks.eval[:2]:
+    for task in long_tasks.train + long_tasks.eval:
         traj = replay_gold(task)
         assert all(c.ok for c in traj.calls), (task.id, [c.error for c in traj.calls])
         for r in rewards:

@@ -540,3 +540,224 @@ def sales_review(ctx: Ctx) -> Draft:
     )
     draft.answers, draft.recompute = answers, recompute
     return draft
+
+
+@template(
+    "long_ticket_trend",
+    "long",
+    ["helpdesk", "calculator", "crm", "directory", "calendar"],
+    calls=(10, 10),
+)
+def ticket_trend(ctx: Ctx) -> Draft:
+    """Scale's sample shape: every ticket, paged -> counts in two date windows and their percentage
+    change (the calculator is optional) -> the first ticket of the window -> requester -> company ->
+    account manager (directory) -> the manager's meetings in a week -> a priority change."""
+    ctx.need(
+        "search_tickets",
+        "percent_change",
+        "get_contact",
+        "get_company",
+        "get_staff",
+        "list_events",
+        "set_ticket_priority",
+    )
+    tickets = ctx.records("tickets")
+    anchor = ctx.choose(tickets)
+    length = ctx.rng.choice((7, 14, 21))
+    hi = _day(anchor["created"][:10], ctx.rng.randint(0, 6))
+    lo = _day(hi, -(length - 1))
+    prev_hi, prev_lo = _day(lo, -1), _day(lo, -length)
+    now = sorted(
+        (t for t in tickets if in_window(t["created"], lo, hi)), key=lambda t: (t["created"], t["id"])
+    )
+    before = [t for t in tickets if in_window(t["created"], prev_lo, prev_hi)]
+    if not before:
+        raise Skip("no tickets in the earlier window")
+    change_pct = round((len(now) - len(before)) / len(before) * 100, 1)
+    first = now[0]
+    if len(now) > 1 and now[1]["created"] == first["created"]:
+        raise Skip("tie for the first ticket")
+    cust = ctx.world["customers"][first["requester_id"]]
+    company = ctx.world["companies"][cust["company_id"]]
+    mgr = ctx.world["staff"][company["account_manager_id"]]
+    week = ctx.choose(sorted({e["start"][:10] for e in ctx.records("events")}))
+    week_end = _day(week, 6)
+    n_meetings = sum(
+        mgr["id"] in e["attendee_ids"] and in_window(e["start"], week, week_end)
+        for e in ctx.records("events")
+    )
+    prio = ctx.choose([p for p in ("low", "normal", "high", "urgent") if p != first["priority"]])
+
+    intro = _intro(
+        ctx,
+        ["I'm looking at support volume. Please:", "Help me review recent helpdesk activity:"],
+        ["For the support trend report, I need:"],
+    )
+    parts = [
+        _say(
+            ctx,
+            [
+                "How many tickets were opened from {lo} to {hi}, and how many in the {n} days before that ({plo} to {phi})?",
+                "Count the tickets created between {lo} and {hi}, and those created between {plo} and {phi}.",
+            ],
+            ["Tickets opened {lo}..{hi} versus {plo}..{phi}: how many in each period?"],
+            lo=lo,
+            hi=hi,
+            plo=prev_lo,
+            phi=prev_hi,
+            n=length,
+        ),
+        _say(
+            ctx,
+            [
+                "By what percentage did the number change from the earlier period to the later one?",
+                "What is the percentage change from the earlier count to the later count?",
+            ],
+            ["Express the change between the two periods as a percentage."],
+        ),
+        _say(
+            ctx,
+            [
+                "Which ticket was opened first in the {lo} to {hi} period, who raised it, and which company are they with?",
+                "For the earliest ticket of the later period, tell me its id, the requester's name and their company.",
+            ],
+            ["Name the first ticket of the later period, its requester and the requester's company."],
+            lo=lo,
+            hi=hi,
+        ),
+        _say(
+            ctx,
+            [
+                "Who is that company's account manager, and how many calendar events do they attend from {a} to {b}?",
+                "Find the company's account manager and count their calendar events between {a} and {b}.",
+            ],
+            [
+                "Which staff member manages that account, and how many events are they in from {a} through {b}?"
+            ],
+            a=week,
+            b=week_end,
+        ),
+        _say(
+            ctx,
+            [
+                "Finally, set that first ticket's priority to {p}.",
+                "Then change the priority of that ticket to {p}.",
+            ],
+            ["Last, make that ticket {p} priority."],
+            p=prio,
+        ),
+    ]
+    prompt = _numbered(ctx, intro, parts)
+
+    plan = Plan()
+    s_pages = plan.pages("search_tickets", {}, len(tickets), "read every ticket")
+    plan.add(
+        Step(
+            "percent_change",
+            {"old": len(before), "new": len(now)},
+            normalize={"old": "number", "new": "number"},
+            purpose="compute the percentage change",
+            optional=True,
+        ),
+        s_pages[-1],
+    )
+    s_ct = plan.add(
+        Step("get_contact", {"contact_id": cust["id"]}, purpose="read the requester", produces="company id"),
+        s_pages[-1],
+    )
+    s_co = plan.add(
+        Step(
+            "get_company",
+            {"company_id": company["id"]},
+            purpose="read the requester's company",
+            produces="account manager id",
+        ),
+        s_ct,
+    )
+    s_mgr = plan.add(Step("get_staff", {"staff_id": mgr["id"]}, purpose="read the account manager"), s_co)
+    s_ev = plan.add(
+        Step(
+            "list_events",
+            {"attendee_id": mgr["id"], "start_date": week, "end_date": week_end},
+            normalize={"start_date": "date", "end_date": "date"},
+            purpose=f"list the account manager's events from {week} to {week_end}",
+        ),
+        s_co,
+    )
+    plan.add(
+        Step(
+            "set_ticket_priority",
+            {"ticket_id": first["id"], "priority": prio},
+            purpose=f"set the priority to {prio}",
+        ),
+        s_pages[-1],
+    )
+
+    answers = [
+        Answer("tickets_now", len(now), "number", text=f"{len(now)} tickets were opened from {lo} to {hi}"),
+        Answer(
+            "tickets_before",
+            len(before),
+            "number",
+            text=f"{len(before)} tickets were opened from {prev_lo} to {prev_hi}",
+        ),
+        Answer(
+            "percent_change",
+            change_pct,
+            "number",
+            0.1,
+            text=f"the change between the periods is {change_pct}%",
+        ),
+        Answer(
+            "first_ticket", first["id"], "text", text=f"the first ticket of the later period is {first['id']}"
+        ),
+        Answer("requester", cust["name"], "name", text=f"ticket {first['id']} was raised by {cust['name']}"),
+        Answer("company", company["name"], "text", text=f"{cust['name']} is with {company['name']}"),
+        Answer("manager", mgr["name"], "name", text=f"{company['name']}'s account manager is {mgr['name']}"),
+        Answer(
+            "meetings",
+            n_meetings,
+            "number",
+            text=f"{mgr['name']} attends {n_meetings} events from {week} to {week_end}",
+        ),
+    ]
+
+    def recompute(r: list[ToolResult]) -> dict[str, Any]:
+        rows = read_pages(r[s_pages[0] : s_pages[-1] + 1])
+        later = sorted(
+            (t for t in rows if in_window(t["created"], lo, hi)), key=lambda t: (t["created"], t["id"])
+        )
+        earlier = [t for t in rows if in_window(t["created"], prev_lo, prev_hi)]
+        if field_of(r[s_ct], "id") != later[0]["requester_id"]:
+            raise ValueError("read someone other than the first ticket's requester")
+        if field_of(r[s_co], "id") != field_of(r[s_ct], "company_id"):
+            raise ValueError("read a company other than the requester's")
+        if field_of(r[s_mgr], "id") != field_of(r[s_co], "account_manager_id"):
+            raise ValueError("read someone other than the account manager")
+        return {
+            "tickets_now": len(later),
+            "tickets_before": len(earlier),
+            "percent_change": round((len(later) - len(earlier)) / len(earlier) * 100, 1),
+            "first_ticket": later[0]["id"],
+            "requester": field_of(r[s_ct], "name"),
+            "company": field_of(r[s_co], "name"),
+            "manager": field_of(r[s_mgr], "name"),
+            "meetings": int(payload(r[s_ev])["total"]),
+        }
+
+    reference = (
+        f"{len(now)} tickets were opened from {lo} to {hi} and {len(before)} from {prev_lo} to {prev_hi}, "
+        f"a change of {change_pct}%. The first ticket of the later period is {first['id']}, raised by "
+        f"{cust['name']} of {company['name']}, whose account manager {mgr['name']} attends {n_meetings} "
+        f"events from {week} to {week_end}. Ticket {first['id']} now has {prio} priority."
+    )
+    rule = f"Ticket {first['id']} must have priority {prio} afterwards."
+    draft = write(
+        prompt,
+        plan.steps,
+        [change(rule, "tickets", first["id"], "priority", prio)],
+        reference,
+        keep=[lo, hi, prev_lo, prev_hi, week, week_end, prio],
+    )
+    draft.answers, draft.recompute = answers, recompute
+    return draft
