@@ -122,7 +122,7 @@ PRESETS: dict[str, dict[str, Any]] = {
     },
     # The default mix over every registered server (new domains' templates and tools included).
     "all": {"server_set": "all"},
-    # Scale-like tasks: multi-part requests of 8-15 calls over 3-5 servers, with paging, date
+    # Scale-like tasks: multi-part requests of 8-15 calls (the templates make 8-11) over 3-5 servers, with paging, date
     # windows, a closing write, and two whole servers enabled that the task does not need.
     "long": {
         "min_calls": 8,

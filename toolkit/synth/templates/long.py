@@ -1,4 +1,4 @@
-"""Long, Scale-like tasks: one multi-part request needing 8-15 calls across 3-5 servers.
+"""Long, Scale-like tasks: one multi-part request needing 8-11 calls across 4-5 servers.
 
 Scale's sample task (reference 000) takes 14 calls: it pages through a list with a cursor, filters by a
 time window, follows ids from one server to the next, and ignores a finance server that is enabled
@@ -546,7 +546,7 @@ def sales_review(ctx: Ctx) -> Draft:
     "long_ticket_trend",
     "long",
     ["helpdesk", "calculator", "crm", "directory", "calendar"],
-    calls=(10, 10),
+    calls=(11, 11),
 )
 def ticket_trend(ctx: Ctx) -> Draft:
     """Scale's sample shape: every ticket, paged -> counts in two date windows and their percentage
@@ -555,6 +555,7 @@ def ticket_trend(ctx: Ctx) -> Draft:
     ctx.need(
         "search_tickets",
         "percent_change",
+        "view_ticket",
         "get_contact",
         "get_company",
         "get_staff",
@@ -628,6 +629,14 @@ def ticket_trend(ctx: Ctx) -> Draft:
         _say(
             ctx,
             [
+                "How many comments does that ticket have, and through which channel did it come in?",
+                "Check that ticket: how many comments are on it, and what channel was it submitted through?",
+            ],
+            ["Give me that ticket's comment count and its channel."],
+        ),
+        _say(
+            ctx,
+            [
                 "Who is that company's account manager, and how many calendar events do they attend from {a} to {b}?",
                 "Find the company's account manager and count their calendar events between {a} and {b}.",
             ],
@@ -658,6 +667,12 @@ def ticket_trend(ctx: Ctx) -> Draft:
             normalize={"old": "number", "new": "number"},
             purpose="compute the percentage change",
             optional=True,
+        ),
+        s_pages[-1],
+    )
+    s_view = plan.add(
+        Step(
+            "view_ticket", {"ticket_id": first["id"]}, purpose="read the first ticket's comments and channel"
         ),
         s_pages[-1],
     )
@@ -711,6 +726,18 @@ def ticket_trend(ctx: Ctx) -> Draft:
         Answer(
             "first_ticket", first["id"], "text", text=f"the first ticket of the later period is {first['id']}"
         ),
+        Answer(
+            "comments",
+            len(first["comments"]),
+            "number",
+            text=f"ticket {first['id']} has {len(first['comments'])} comments",
+        ),
+        Answer(
+            "channel",
+            first["channel"],
+            "text",
+            text=f"ticket {first['id']} came in through {first['channel']}",
+        ),
         Answer("requester", cust["name"], "name", text=f"ticket {first['id']} was raised by {cust['name']}"),
         Answer("company", company["name"], "text", text=f"{cust['name']} is with {company['name']}"),
         Answer("manager", mgr["name"], "name", text=f"{company['name']}'s account manager is {mgr['name']}"),
@@ -728,6 +755,8 @@ def ticket_trend(ctx: Ctx) -> Draft:
             (t for t in rows if in_window(t["created"], lo, hi)), key=lambda t: (t["created"], t["id"])
         )
         earlier = [t for t in rows if in_window(t["created"], prev_lo, prev_hi)]
+        if field_of(r[s_view], "id") != later[0]["id"]:
+            raise ValueError("viewed a ticket other than the first one")
         if field_of(r[s_ct], "id") != later[0]["requester_id"]:
             raise ValueError("read someone other than the first ticket's requester")
         if field_of(r[s_co], "id") != field_of(r[s_ct], "company_id"):
@@ -739,6 +768,8 @@ def ticket_trend(ctx: Ctx) -> Draft:
             "tickets_before": len(earlier),
             "percent_change": round((len(later) - len(earlier)) / len(earlier) * 100, 1),
             "first_ticket": later[0]["id"],
+            "comments": len(field_of(r[s_view], "comments")),
+            "channel": field_of(r[s_view], "channel"),
             "requester": field_of(r[s_ct], "name"),
             "company": field_of(r[s_co], "name"),
             "manager": field_of(r[s_mgr], "name"),
@@ -747,7 +778,8 @@ def ticket_trend(ctx: Ctx) -> Draft:
 
     reference = (
         f"{len(now)} tickets were opened from {lo} to {hi} and {len(before)} from {prev_lo} to {prev_hi}, "
-        f"a change of {change_pct}%. The first ticket of the later period is {first['id']}, raised by "
+        f"a change of {change_pct}%. The first ticket of the later period is {first['id']} "
+        f"({len(first['comments'])} comments, came in through {first['channel']}), raised by "
         f"{cust['name']} of {company['name']}, whose account manager {mgr['name']} attends {n_meetings} "
         f"events from {week} to {week_end}. Ticket {first['id']} now has {prio} priority."
     )
