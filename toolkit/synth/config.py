@@ -122,8 +122,9 @@ PRESETS: dict[str, dict[str, Any]] = {
     },
     # The default mix over every registered server (new domains' templates and tools included).
     "all": {"server_set": "all"},
-    # Scale-like tasks: multi-part requests of 8-15 calls (the templates make 8-11) over 3-5 servers, with paging, date
-    # windows, a closing write, and two whole servers enabled that the task does not need.
+    # Scale-like tasks: multi-part requests of 8-15 calls (today's templates make 8-11) over 4-5
+    # servers, with paging, date windows, a closing write, and two whole servers enabled that the
+    # task does not need.
     "long": {
         "min_calls": 8,
         "max_calls": 15,
