@@ -235,10 +235,11 @@ def account_review(ctx: Ctx) -> Draft:
         s_co,
     )
     s_pages = plan.pages("search_tickets", {}, len(tickets), "read every ticket")
+    read_all = (s_pages[0], s_pages[-1])  # what needs the whole list needs its first and last page
     s_view = plan.add(
         Step("view_ticket", {"ticket_id": first["id"]}, purpose="read the first ticket's channel"),
         s_ct,
-        s_pages[-1],
+        *read_all,
     )
     if with_meetings:
         s_ev = plan.add(
@@ -660,6 +661,7 @@ def ticket_trend(ctx: Ctx) -> Draft:
 
     plan = Plan()
     s_pages = plan.pages("search_tickets", {}, len(tickets), "read every ticket")
+    read_all = (s_pages[0], s_pages[-1])  # what needs the whole list needs its first and last page
     plan.add(
         Step(
             "percent_change",
@@ -668,17 +670,17 @@ def ticket_trend(ctx: Ctx) -> Draft:
             purpose="compute the percentage change",
             optional=True,
         ),
-        s_pages[-1],
+        *read_all,
     )
     s_view = plan.add(
         Step(
             "view_ticket", {"ticket_id": first["id"]}, purpose="read the first ticket's comments and channel"
         ),
-        s_pages[-1],
+        *read_all,
     )
     s_ct = plan.add(
         Step("get_contact", {"contact_id": cust["id"]}, purpose="read the requester", produces="company id"),
-        s_pages[-1],
+        *read_all,
     )
     s_co = plan.add(
         Step(
@@ -705,7 +707,7 @@ def ticket_trend(ctx: Ctx) -> Draft:
             {"ticket_id": first["id"], "priority": prio},
             purpose=f"set the priority to {prio}",
         ),
-        s_pages[-1],
+        *read_all,
     )
 
     answers = [
