@@ -9,7 +9,7 @@ import pytest
 
 from toolkit.synth.config import make_config
 from toolkit.synth.generate import default_env, generate
-from toolkit.synth.replay import run_sync, validate_tasks_in_one_episode, validate_tasks_sync
+from toolkit.synth.replay import validate_tasks_in_one_episode_sync, validate_tasks_sync
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +55,7 @@ def test_same_verdicts_on_broken_and_repeated_tasks(env):
     batch = [create, create, bad_args, read, bad_answer, create]
     recomputes = [create_fn, create_fn, read_fn, read_fn, read_fn, create_fn]
     per_task = validate_tasks_sync(batch, open_episode, recomputes=recomputes)
-    shared = run_sync(validate_tasks_in_one_episode(batch, world_fn, recomputes))
+    shared = validate_tasks_in_one_episode_sync(batch, world_fn, recomputes=recomputes)
     assert shared == per_task
     ok, drops, details = shared
     assert ok == [True, True, False, True, False, True]

@@ -23,7 +23,7 @@ from toolkit.records import GoldCall, Task
 from toolkit.synth.base import Draft
 from toolkit.synth.config import CORE_SERVERS, KINDS, SynthConfig
 from toolkit.synth.dedup import NearDuplicateFilter, task_signature
-from toolkit.synth.replay import OpenEpisode, run_sync, validate_tasks_in_one_episode, validate_tasks_sync
+from toolkit.synth.replay import OpenEpisode, validate_tasks_in_one_episode_sync, validate_tasks_sync
 from toolkit.synth.rubric import build_rubric
 from toolkit.synth.templates import Ctx, Skip, Template, all_templates
 from toolkit.toolbox import ToolSpec
@@ -174,7 +174,9 @@ def _replayer(open_episode: OpenEpisode, world_fn: Callable[[int], Any], shared:
     """How a batch is replay-validated: each task in its own episode, or (the kit's servers) all of
     them in one episode whose state is reset per task; both give the same verdicts."""
     if shared:
-        return lambda batch, recomputes: run_sync(validate_tasks_in_one_episode(batch, world_fn, recomputes))
+        return lambda batch, recomputes: validate_tasks_in_one_episode_sync(
+            batch, world_fn, recomputes=recomputes
+        )
     return lambda batch, recomputes: validate_tasks_sync(batch, open_episode, recomputes=recomputes)
 
 

@@ -186,6 +186,13 @@ async def validate_tasks_in_one_episode(
     return [o.ok for o in outcomes], drops, details
 
 
+def validate_tasks_in_one_episode_sync(
+    tasks: Sequence[Task], world_fn: Callable[[int], Any], **kw: Any
+) -> tuple[list[bool], Counter[str], dict[int, str]]:
+    """``validate_tasks_in_one_episode`` from synchronous code (see ``validate_tasks_sync``)."""
+    return run_sync(validate_tasks_in_one_episode(list(tasks), world_fn, **kw))
+
+
 def validate_tasks_sync(
     tasks: Iterable[Task], open_episode: OpenEpisode, **kw: Any
 ) -> tuple[list[bool], Counter[str], dict[int, str]]:
