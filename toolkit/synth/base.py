@@ -50,11 +50,13 @@ class Answer:
 
 @dataclass
 class Draft:
-    template: str
-    kind: str
-    prompt: str
-    servers: list[str]
-    steps: list[Step]
+    # The registered template fills ``template``, ``kind`` and (when left empty) ``servers``; the
+    # helpers in templates/common.py (read, count, lookup, write) build drafts by keyword.
+    template: str = ""
+    kind: str = ""
+    prompt: str = ""
+    servers: list[str] = field(default_factory=list)
+    steps: list[Step] = field(default_factory=list)
     answers: list[Answer] = field(default_factory=list)
     # State checks in records.py form ({"type": "state", ...}), with the rubric text for each.
     state_changes: list[tuple[str, dict[str, Any]]] = field(default_factory=list)

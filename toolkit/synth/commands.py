@@ -2,6 +2,8 @@
 
 mcp-rl synth --n 2000 --n-eval 300 --seed 0 --out data/tasks      tasks + summary
 mcp-rl synth --preset cpu --n 200 --seed 1 --out runs/tasks-cpu   short tasks for the CPU demo
+mcp-rl synth --preset long --n 100 --out runs/tasks-long         Scale-like tasks: 8-11 calls, paging, date windows
+mcp-rl synth --servers all --n 500 --out runs/tasks-all           every registered server, not only the core 11
 mcp-rl synth graph [--server helpdesk] [--json]                   the dependency graph
 """
 
@@ -28,7 +30,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--out", type=Path, default=None, help="output folder: train.jsonl, eval.jsonl, summary.json"
     )
-    p.add_argument("--preset", default="default", help="difficulty preset: cpu | default | hard")
+    p.add_argument("--preset", default="default", help="task mix preset: " + " | ".join(_preset_names()))
+    p.add_argument(
+        "--servers",
+        default=None,
+        help="server set: core (the first 11 servers, the presets' default), all, or a comma-separated list",
+    )
     p.add_argument("--min-calls", type=int, default=None, help="shortest gold chain")
     p.add_argument("--max-calls", type=int, default=None, help="longest gold chain")
     p.add_argument("--min-distractors", type=int, default=None)
@@ -47,6 +54,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="graph: print JSON")
     p.add_argument("--bfcl", action="store_true", help="graph: include the BFCL servers")
     p.set_defaults(func=handle)
+
+
+def _preset_names() -> list[str]:
+    from toolkit.synth.config import PRESETS
+
+    return list(PRESETS)
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -86,6 +99,7 @@ def _generate(args: argparse.Namespace) -> int:
         max_distractors=args.max_distractors,
         short_share=args.short_share,
         n_worlds=args.n_worlds,
+        server_set=args.servers,
         validate=not args.no_validate,
         paraphrase_model=args.paraphrase_model,
         paraphrase_base_url=args.paraphrase_base_url,

@@ -11,7 +11,26 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 # Task kinds the generator emits, with their default sampling weights.
-KINDS = ("lookup", "aggregate", "write", "multi_part", "chain", "clarify", "abstain")
+KINDS = ("lookup", "aggregate", "write", "multi_part", "chain", "clarify", "abstain", "long")
+
+# The kit's first 11 servers. The "core" server set keeps tasks on them only, so adding servers and
+# templates later never changes what the core presets generate for a seed.
+CORE_SERVERS = (
+    "helpdesk",
+    "crm",
+    "directory",
+    "calendar",
+    "email",
+    "filesystem",
+    "shop",
+    "finance",
+    "weather",
+    "chat",
+    "calculator",
+)
+# Fields added after data was first published: ``to_dict`` leaves them out while they keep their
+# default, so the summary of a config that does not use them stays byte-identical.
+LATER_FIELDS = ("server_set", "distractor_servers")
 
 
 @dataclass(frozen=True)
@@ -23,6 +42,10 @@ class SynthConfig:
     seed: int = 0
     # World seeds tasks are grounded in: seed * 1000 + 0 .. n_worlds-1 (each task names its own).
     n_worlds: int = 4
+    # Which servers tasks may use and distractors come from: "core" (CORE_SERVERS), "all" (every
+    # domain server registered), or a comma-separated list of server names. Templates needing a
+    # server outside the set are skipped.
+    server_set: str = "core"
     # Gold chain length (number of tool calls), inclusive. Templates outside the range are skipped.
     min_calls: int = 1
     max_calls: int = 6
@@ -31,6 +54,9 @@ class SynthConfig:
     min_distractors: int = 3
     max_distractors: int = 8
     same_server_distractor_share: float = 0.5
+    # Whole servers the task does not need, enabled with all their tools on top of the distractor
+    # tools (Scale's sample enables a finance server its helpdesk task never touches).
+    distractor_servers: int = 0
     # Share of tasks forced to be short (1-2 calls): cheap episodes a small model can learn from.
     short_share: float = 0.5
     # Relative sampling weight of each task kind (missing kinds get 0).
@@ -58,7 +84,12 @@ class SynthConfig:
     paraphrase_base_url: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        defaults = SynthConfig()
+        for name in LATER_FIELDS:
+            if out[name] == getattr(defaults, name):
+                del out[name]
+        return out
 
 
 # Difficulty presets: overrides applied on top of SynthConfig defaults.
@@ -89,6 +120,20 @@ PRESETS: dict[str, dict[str, Any]] = {
         "short_share": 0.0,
         "kind_weights": {"chain": 3.0, "multi_part": 3.0, "aggregate": 1.0, "clarify": 0.3, "abstain": 0.3},
     },
+    # The default mix over every registered server (new domains' templates and tools included).
+    "all": {"server_set": "all"},
+    # Scale-like tasks: multi-part requests of 8-15 calls (today's templates make 8-11) over 4-5
+    # servers, with paging, date windows, a closing write, and two whole servers enabled that the
+    # task does not need.
+    "long": {
+        "min_calls": 8,
+        "max_calls": 15,
+        "min_distractors": 3,
+        "max_distractors": 6,
+        "distractor_servers": 2,
+        "short_share": 0.0,
+        "kind_weights": {"long": 1.0},
+    },
 }
 
 
@@ -102,6 +147,10 @@ def make_config(preset: str = "default", **overrides: Any) -> SynthConfig:
         raise ValueError(f"need 1 <= min_calls <= max_calls, got {config.min_calls}..{config.max_calls}")
     if not 0 <= config.min_distractors <= config.max_distractors:
         raise ValueError("need 0 <= min_distractors <= max_distractors")
+    if config.distractor_servers < 0:
+        raise ValueError("need distractor_servers >= 0")
+    if not config.server_set.strip(", "):
+        raise ValueError("server_set is empty: use core, all, or a comma-separated list of servers")
     unknown = set(config.kind_weights) - set(KINDS)
     if unknown:
         raise ValueError(f"unknown task kind(s) {sorted(unknown)}; kinds are {KINDS}")

@@ -43,20 +43,31 @@ def jaccard(a: frozenset, b: frozenset) -> float:
     return len(a & b) / len(a | b)
 
 
+class NearDuplicateFilter:
+    """``remove_near_duplicates`` fed a batch at a time: it remembers what it kept, so each new task
+    is compared once instead of every batch re-checking the whole kept list."""
+
+    def __init__(self, threshold: float = 0.9):
+        self.threshold = threshold
+        self.seen: set[str] = set()
+        self.kept_grams: dict[str, list[frozenset]] = defaultdict(list)
+
+    def admit(self, task: Task) -> bool:
+        """Whether ``task`` is new (then it is remembered); the first of each duplicate group wins."""
+        sig = task_signature(task)
+        if sig in self.seen:
+            return False
+        grams = trigrams(task.prompt)
+        bucket = self.kept_grams[str(task.metadata.get("template"))]
+        if self.threshold <= 1.0 and any(jaccard(grams, other) >= self.threshold for other in bucket):
+            return False
+        self.seen.add(sig)
+        bucket.append(grams)
+        return True
+
+
 def remove_near_duplicates(tasks: Sequence[Task], threshold: float = 0.9) -> tuple[list[Task], int]:
     """Keep the first of each duplicate group; returns (kept, number dropped)."""
-    seen: set[str] = set()
-    kept_grams: dict[str, list[frozenset]] = defaultdict(list)
-    kept: list[Task] = []
-    for task in tasks:
-        sig = task_signature(task)
-        if sig in seen:
-            continue
-        grams = trigrams(task.prompt)
-        bucket = kept_grams[str(task.metadata.get("template"))]
-        if threshold <= 1.0 and any(jaccard(grams, other) >= threshold for other in bucket):
-            continue
-        seen.add(sig)
-        bucket.append(grams)
-        kept.append(task)
+    dedup = NearDuplicateFilter(threshold)
+    kept = [task for task in tasks if dedup.admit(task)]
     return kept, len(tasks) - len(kept)

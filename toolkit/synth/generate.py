@@ -21,9 +21,9 @@ from typing import Any
 
 from toolkit.records import GoldCall, Task
 from toolkit.synth.base import Draft
-from toolkit.synth.config import KINDS, SynthConfig
-from toolkit.synth.dedup import remove_near_duplicates, task_signature
-from toolkit.synth.replay import OpenEpisode, validate_tasks_sync
+from toolkit.synth.config import CORE_SERVERS, KINDS, SynthConfig
+from toolkit.synth.dedup import NearDuplicateFilter, task_signature
+from toolkit.synth.replay import OpenEpisode, validate_tasks_in_one_episode_sync, validate_tasks_sync
 from toolkit.synth.rubric import build_rubric
 from toolkit.synth.templates import Ctx, Skip, Template, all_templates
 from toolkit.toolbox import ToolSpec
@@ -65,7 +65,8 @@ def pick_distractors(
     rng: random.Random, needed: Sequence[str], specs: Mapping[str, ToolSpec], config: SynthConfig, short: bool
 ) -> list[str]:
     """3-8 (configurable) enabled tools the task does not need: some from the needed servers (same
-    domain, wrong tool), the rest from one or two other servers."""
+    domain, wrong tool), the rest from one or two other servers; plus, when the config asks for
+    them, every tool of ``distractor_servers`` further servers."""
     lo, hi = config.min_distractors, config.max_distractors
     if short:
         hi = max(lo, min(hi, lo + 2))
@@ -79,6 +80,10 @@ def pick_distractors(
     n_same = min(len(same), round(n * config.same_server_distractor_share) if needed else 0)
     chosen = rng.sample(same, n_same)
     chosen += rng.sample(other, min(len(other), n - n_same))
+    if config.distractor_servers:  # whole unneeded servers, every tool of them enabled
+        spare = [s for s in servers if s not in others]
+        whole = rng.sample(spare, min(len(spare), config.distractor_servers))
+        chosen += [t for t, s in specs.items() if s.server in whole and t not in chosen]
     return sorted(chosen)
 
 
@@ -127,6 +132,54 @@ def _weighted(rng: random.Random, weights: Mapping[str, float]) -> str:
     return rng.choices(names, weights=[weights[k] for k in names])[0]
 
 
+def select_servers(server_set: str, specs: Mapping[str, ToolSpec]) -> list[str]:
+    """The servers a config's ``server_set`` names, among those ``specs`` has tools of."""
+    available = sorted({s.server for s in specs.values()})
+    if server_set == "all":
+        return available
+    if server_set == "core":
+        return [s for s in available if s in CORE_SERVERS]
+    names = sorted({n.strip() for n in server_set.split(",") if n.strip()})
+    unknown = [n for n in names if n not in available]
+    if unknown:
+        raise ValueError(
+            f"unknown server(s) {unknown} in server_set {server_set!r}; "
+            f"use core, all, or names from: {', '.join(available)}"
+        )
+    return names
+
+
+def usable_templates(
+    templates: Mapping[str, Template], config: SynthConfig, servers: Sequence[str]
+) -> dict[str, Template]:
+    """Templates the config can draw: a positive kind weight, a chain length in range, and every
+    server they need in the server set."""
+    allowed = set(servers)
+    return {
+        tid: t
+        for tid, t in templates.items()
+        if config.kind_weights.get(t.kind, 0) > 0
+        and set(t.servers) <= allowed
+        and (
+            t.kind in ("clarify", "abstain")
+            or (t.calls[1] >= config.min_calls and t.calls[0] <= config.max_calls)
+        )
+    }
+
+
+Replayer = Callable[[list[Task], list[Any]], tuple[list[bool], Counter[str], dict[int, str]]]
+
+
+def _replayer(open_episode: OpenEpisode, world_fn: Callable[[int], Any], shared: bool) -> Replayer:
+    """How a batch is replay-validated: each task in its own episode, or (the kit's servers) all of
+    them in one episode whose state is reset per task; both give the same verdicts."""
+    if shared:
+        return lambda batch, recomputes: validate_tasks_in_one_episode_sync(
+            batch, world_fn, recomputes=recomputes
+        )
+    return lambda batch, recomputes: validate_tasks_sync(batch, open_episode, recomputes=recomputes)
+
+
 def default_env() -> tuple[Callable[[int], Any], Mapping[str, ToolSpec], OpenEpisode]:
     """The kit's environment library: world generator, every tool spec, episode opener."""
     from toolkit.envs import open_episode
@@ -144,21 +197,25 @@ def generate(
     templates: Mapping[str, Template] | None = None,
     env: tuple[Callable[[int], Any], Mapping[str, ToolSpec], OpenEpisode] | None = None,
     progress: bool = False,
+    shared_episode: bool | None = None,
 ) -> SynthResult:
     """Generate ``config.n_train`` train and ``config.n_eval`` eval tasks (fewer only if the template
-    pool runs dry; the summary says so)."""
+    pool runs dry; the summary says so).
+
+    ``shared_episode``: replay each batch in one episode with its state reset per task (default for
+    the kit's own servers; same verdicts as one episode per task, which ``False`` forces)."""
     world_fn, specs, open_episode = env or default_env()
+    if shared_episode is None:  # the kit's own servers can replay a batch in one episode
+        from toolkit.envs import open_episode as kit_open_episode
+
+        shared_episode = open_episode is kit_open_episode
+    replay = _replayer(open_episode, world_fn, shared_episode)
+    servers = select_servers(config.server_set, specs)
+    # Distractors, the fingerprint and ``ctx.tools`` see only the set's tools.
+    specs = {name: spec for name, spec in specs.items() if spec.server in servers}
     templates = dict(templates if templates is not None else all_templates())
     tool_names = frozenset(specs)
-    usable = {
-        tid: t
-        for tid, t in templates.items()
-        if config.kind_weights.get(t.kind, 0) > 0
-        and (
-            t.kind in ("clarify", "abstain")
-            or (t.calls[1] >= config.min_calls and t.calls[0] <= config.max_calls)
-        )
-    }
+    usable = usable_templates(templates, config, servers)
     summary: dict[str, Any] = {"config": config.to_dict(), "env": env_fingerprint(specs), "splits": {}}
     timings: dict[str, float] = {}
     out: dict[str, list[Task]] = {}
@@ -166,7 +223,7 @@ def generate(
     for split, target in (("train", config.n_train), ("eval", config.n_eval)):
         t0 = time.perf_counter()
         tasks, stats = _generate_split(
-            split, target, config, usable, world_fn, specs, tool_names, open_episode, bar
+            split, target, config, usable, world_fn, specs, tool_names, frozenset(servers), replay, bar
         )
         for i, task in enumerate(tasks, start=1):
             task.id = f"{split}-s{config.seed}-{i:05d}"
@@ -186,7 +243,8 @@ def _generate_split(
     world_fn: Callable[[int], Any],
     specs: Mapping[str, ToolSpec],
     tool_names: frozenset[str],
-    open_episode: OpenEpisode,
+    servers: frozenset[str],
+    replay: Replayer,
     bar: Any,
 ) -> tuple[list[Task], dict[str, Any]]:
     pool = {tid: t for tid, t in templates.items() if split == "eval" or not t.eval_only}
@@ -201,6 +259,7 @@ def _generate_split(
     stats: Counter[str] = Counter()
     drops: Counter[str] = Counter()
     examples: list[str] = []  # why replays failed (first few), for debugging templates
+    near_dups = NearDuplicateFilter(config.near_duplicate_jaccard)
     attempt = 0
     max_attempts = 40 * max(target, 10)
     while len(kept) < target and attempt < max_attempts:
@@ -228,6 +287,7 @@ def _generate_split(
                 split=split,
                 world_seed=world_seed,
                 tools=tool_names,
+                servers=servers,
                 min_calls=config.min_calls,
                 max_calls=2 if short else config.max_calls,
             )
@@ -267,16 +327,17 @@ def _generate_split(
         if not batch:
             continue
         if config.validate:
-            ok, replay_drops, details = validate_tasks_sync(batch, open_episode, recomputes=recomputes)
+            ok, replay_drops, details = replay(batch, recomputes)
             drops.update({f"replay_{k}": v for k, v in replay_drops.items()})
             for i, why in sorted(details.items()):
                 if len(examples) < 10:
                     examples.append(f"{batch[i].metadata['template']}: {why}"[:300])
             batch = [t for t, good in zip(batch, ok, strict=True) if good]
         before = len(kept)
-        kept, n_dup = remove_near_duplicates(kept + batch, config.near_duplicate_jaccard)
-        drops["near_duplicate"] += n_dup
-        kept = kept[:target]
+        # Incremental: the same as re-filtering kept + batch (kept tasks always pass again).
+        fresh = [t for t in batch if near_dups.admit(t)]
+        drops["near_duplicate"] += len(batch) - len(fresh)
+        kept = (kept + fresh)[:target]
         if bar is not None:
             bar.update(len(kept) - before)
     stats_out = {"target": target, "generated": len(kept), "attempts": attempt, **dict(sorted(stats.items()))}

@@ -9,6 +9,7 @@ importing the package imports them all.
 
 from __future__ import annotations
 
+import functools
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -37,6 +38,9 @@ class Ctx:
     bare: bool = False  # multi-part prompts: return the core sentence, the combinator dresses the whole
     # Set by the generator: the tool-spec names that exist (templates skip tools the envs lack).
     tools: frozenset[str] = field(default_factory=frozenset)
+    # Set by the generator: the config's server set (None: any). Templates that combine other
+    # templates (multi_part) draw only those whose servers are all in it.
+    servers: frozenset[str] | None = None
 
     def say(self, train: Sequence[str], held_out: Sequence[str] = (), **fields: Any) -> str:
         """Pick a phrasing (a held-out one when writing eval tasks and the template has some), fill it
@@ -56,6 +60,10 @@ class Ctx:
         """Records of a collection in key order, optionally filtered."""
         coll = self.world.get(collection, {})
         return [coll[k] for k in sorted(coll) if where is None or where(coll[k])]
+
+    def allows(self, tpl: Template) -> bool:
+        """Whether a template's servers are all in the server set."""
+        return self.servers is None or set(tpl.servers) <= self.servers
 
     def choose(self, options: Sequence[Any]) -> Any:
         if not options:
@@ -90,7 +98,16 @@ def template(
     def register(build: Callable[[Ctx], Draft]) -> Callable[[Ctx], Draft]:
         if id in TEMPLATES:
             raise ValueError(f"duplicate template id {id!r}")
-        TEMPLATES[id] = Template(id, kind, tuple(servers), build, calls, eval_only)
+
+        @functools.wraps(build)
+        def built(ctx: Ctx) -> Draft:
+            draft = build(ctx)
+            draft.template, draft.kind = draft.template or id, draft.kind or kind
+            if not draft.servers:  # a draft on exactly the template's servers need not repeat them
+                draft.servers = list(servers)
+            return draft
+
+        TEMPLATES[id] = Template(id, kind, tuple(servers), built, calls, eval_only)
         return build
 
     return register

@@ -97,10 +97,13 @@ _FK_CACHE: dict[int, tuple[dict, dict[tuple[str, str], str]]] = {}
 
 
 def foreign_keys_cached(world: dict) -> dict[tuple[str, str], str]:
-    """foreign_keys per world object (the base worlds are cached and never mutated)."""
+    """foreign_keys among the walkable collections, per world object (the base worlds are cached and
+    never mutated). Only GETTERS' collections take part, so collections other domains add to the
+    world can never change which keys the walks follow."""
     hit = _FK_CACHE.get(id(world))
     if hit is None or hit[0] is not world:
-        hit = _FK_CACHE[id(world)] = (world, foreign_keys(world))
+        walkable = {c: world[c] for c in sorted(world) if c in GETTERS}
+        hit = _FK_CACHE[id(world)] = (world, foreign_keys(walkable))
     return hit[1]
 
 
@@ -331,11 +334,9 @@ def _chain_draft(ctx: Ctx, n_hops: int, by_name: bool, with_tail: bool = False) 
         reference = "; ".join(a.text[0].upper() + a.text[1:] for a in answers[:-1]) + f". {reference}"
     servers = {GETTERS[c][2] for c in colls[1:]} | {SEARCHERS[start][2] if by_name else GETTERS[start][2]}
     return Draft(
-        "",
-        "",
-        prompt,
-        sorted(servers),
-        steps,
+        prompt=prompt,
+        servers=sorted(servers),
+        steps=steps,
         answers=answers,
         reference_answer=reference,
         recompute=recompute,

@@ -4,7 +4,21 @@ from __future__ import annotations
 
 from toolkit.synth.base import Answer, Draft, Step
 from toolkit.synth.templates import Ctx, Skip, template
-from toolkit.synth.templates.common import ALL, field_of, fmt_num, items, one_of, pct, total, unique_by
+from toolkit.synth.templates.common import (
+    chain,
+    change,
+    field_of,
+    find,
+    fmt_num,
+    items,
+    listing,
+    one_of,
+    pct,
+    read,
+    total,
+    unique_by,
+    write,
+)
 
 STAGES = ("prospecting", "qualification", "proposal", "negotiation", "won", "lost")
 
@@ -38,26 +52,16 @@ def deal_avg(ctx: Ctx) -> Draft:
         rows = items(r[0])
         return {"average": round(sum(d["amount"] for d in rows) / len(rows), 2)}
 
-    return Draft(
-        "",
-        "",
+    return read(
         prompt,
-        ["crm"],
+        listing("list_deals", {"stage": stage}, f"list the {stage} deals"),
         [
-            Step(
-                "list_deals",
-                {"stage": stage, "limit": ALL},
-                checked_args=["stage"],
-                purpose=f"list the {stage} deals",
-            )
-        ],
-        answers=[
             Answer(
                 "average", avg, "number", 1.0, text=f"the average {stage} deal amount is {fmt_num(avg)} USD"
             )
         ],
-        reference_answer=f"The {len(pool)} deals in {stage} average {fmt_num(avg)} USD.",
-        recompute=recompute,
+        f"The {len(pool)} deals in {stage} average {fmt_num(avg)} USD.",
+        recompute,
     )
 
 
@@ -76,23 +80,18 @@ def stage_total(ctx: Ctx) -> Draft:
         ["Add up every {s} deal's amount for me."],
         s=stage,
     )
-    return Draft(
-        "",
-        "",
+    return read(
         prompt,
-        ["crm"],
-        [
-            Step(
-                "list_deals",
-                {"stage": stage, "limit": ALL},
-                alternatives=["pipeline_summary"],
-                checked_args=[],
-                purpose=f"find the {stage} deals",
-            )
-        ],
-        answers=[Answer("total", value, "number", 1.0, text=f"the {stage} deals total {fmt_num(value)} USD")],
-        reference_answer=f"The {len(pool)} {stage} deals total {fmt_num(value)} USD.",
-        recompute=lambda r: {"total": round(sum(d["amount"] for d in items(r[0])), 2)},
+        listing(
+            "list_deals",
+            {"stage": stage},
+            f"find the {stage} deals",
+            alternatives=["pipeline_summary"],
+            checked_args=[],
+        ),
+        [Answer("total", value, "number", 1.0, text=f"the {stage} deals total {fmt_num(value)} USD")],
+        f"The {len(pool)} {stage} deals total {fmt_num(value)} USD.",
+        lambda r: {"total": round(sum(d["amount"] for d in items(r[0])), 2)},
     )
 
 
@@ -110,23 +109,12 @@ def won_share(ctx: Ctx) -> Draft:
         ["Tell me how many percent of the deals are currently {s}."],
         s=stage,
     )
-    return Draft(
-        "",
-        "",
+    return read(
         prompt,
-        ["crm"],
-        [
-            Step(
-                "list_deals",
-                {"limit": ALL},
-                alternatives=["pipeline_summary"],
-                checked_args=[],
-                purpose="list all deals",
-            )
-        ],
-        answers=[Answer("percentage", value, "number", 0.1, text=f"{value}% of deals are {stage}")],
-        reference_answer=f"{value}% of the {len(deals)} deals are {stage}.",
-        recompute=lambda r: {"percentage": pct(sum(d["stage"] == stage for d in items(r[0])), total(r[0]))},
+        listing("list_deals", {}, "list all deals", alternatives=["pipeline_summary"]),
+        [Answer("percentage", value, "number", 0.1, text=f"{value}% of deals are {stage}")],
+        f"{value}% of the {len(deals)} deals are {stage}.",
+        lambda r: {"percentage": pct(sum(d["stage"] == stage for d in items(r[0])), total(r[0]))},
     )
 
 
@@ -175,32 +163,11 @@ def company_deals(ctx: Ctx) -> Draft:
             return {"count": total(r[1])}
         return {"deal": max(rows, key=lambda d: d["amount"])["name"]}
 
-    return Draft(
-        "",
-        "",
-        prompt,
-        ["crm"],
-        [
-            Step(
-                "search_companies",
-                {"query": company["name"]},
-                normalize={"query": "text"},
-                purpose=f"find {company['name']}",
-                produces="company id",
-            ),
-            Step(
-                "list_deals",
-                {"company_id": company["id"], "limit": ALL},
-                depends_on=[0],
-                checked_args=["company_id"],
-                purpose=f"list {company['name']}'s deals",
-            ),
-        ],
-        answers=[answer],
-        reference_answer=ref,
-        recompute=recompute,
-        keep=[company["name"]],
+    steps = chain(
+        find("search_companies", company["name"], "company id", norm="text"),
+        listing("list_deals", {"company_id": company["id"]}, f"list {company['name']}'s deals"),
     )
+    return read(prompt, steps, [answer], ref, recompute, keep=[company["name"]])
 
 
 @template("crm_update_deal_stage", "write", ["crm"])
@@ -218,24 +185,16 @@ def update_deal_stage(ctx: Ctx) -> Draft:
         id=deal["id"],
         s=stage,
     )
-    check = {
-        "type": "state",
-        "collection": "deals",
-        "key": deal["id"],
-        "field": "stage",
-        "value": stage,
-        "op": "update",
-    }
-    return Draft(
-        "",
-        "",
+    return write(
         prompt,
-        ["crm"],
-        [Step("update_deal", {"deal_id": deal["id"], "stage": stage}, purpose=f"move the deal to {stage}")],
-        state_changes=[(f"Deal {deal['id']} must be in stage {stage} afterwards.", check)],
-        reference_answer=f"Deal {deal['id']} is now in {stage}.",
+        Step("update_deal", {"deal_id": deal["id"], "stage": stage}, purpose=f"move the deal to {stage}"),
+        [
+            change(
+                f"Deal {deal['id']} must be in stage {stage} afterwards.", "deals", deal["id"], "stage", stage
+            )
+        ],
+        f"Deal {deal['id']} is now in {stage}.",
         keep=[deal["id"]],
-        read_only=False,
     )
 
 
@@ -260,40 +219,16 @@ def update_contact(ctx: Ctx) -> Draft:
         w=words,
         v=value,
     )
-    check = {
-        "type": "state",
-        "collection": "customers",
-        "key": cust["id"],
-        "field": fld,
-        "value": value,
-        "op": "update",
-    }
-    return Draft(
-        "",
-        "",
+    rule = f"Contact {cust['id']} ({cust['name']}) must have {words} {value} afterwards."
+    return write(
         prompt,
-        ["crm"],
-        [
-            Step(
-                "search_contacts",
-                {"query": cust["name"]},
-                normalize={"query": "name"},
-                purpose=f"find {cust['name']}",
-                produces="contact id",
-            ),
-            Step(
-                "update_contact",
-                {"contact_id": cust["id"], fld: value},
-                depends_on=[0],
-                purpose=f"change the {words}",
-            ),
-        ],
-        state_changes=[
-            (f"Contact {cust['id']} ({cust['name']}) must have {words} {value} afterwards.", check)
-        ],
-        reference_answer=f"Updated {cust['name']} ({cust['id']}): {words} is now {value}.",
+        chain(
+            find("search_contacts", cust["name"], "contact id"),
+            Step("update_contact", {"contact_id": cust["id"], fld: value}, purpose=f"change the {words}"),
+        ),
+        [change(rule, "customers", cust["id"], fld, value)],
+        f"Updated {cust['name']} ({cust['id']}): {words} is now {value}.",
         keep=[cust["name"], value],
-        read_only=False,
     )
 
 
@@ -321,39 +256,21 @@ def create_contact(ctx: Ctx) -> Draft:
         e=email,
         c=company["name"],
     )
-    check = {
-        "type": "state",
-        "collection": "customers",
-        "key": new_id,
-        "field": "company_id",
-        "value": company["id"],
-        "op": "create",
-    }
-    return Draft(
-        "",
-        "",
+    rule = f"A new contact {new_id} must exist at {company['name']} ({company['id']})."
+    return write(
         prompt,
-        ["crm"],
-        [
-            Step(
-                "search_companies",
-                {"query": company["name"]},
-                normalize={"query": "text"},
-                purpose=f"find {company['name']}",
-                produces="company id",
-            ),
+        chain(
+            find("search_companies", company["name"], "company id", norm="text"),
             Step(
                 "create_contact",
                 {"name": name, "email": email, "company_id": company["id"]},
-                depends_on=[0],
                 normalize={"name": "name", "email": "text"},
                 purpose="create the contact",
             ),
-        ],
-        state_changes=[(f"A new contact {new_id} must exist at {company['name']} ({company['id']}).", check)],
-        reference_answer=f"Created contact {new_id}: {name} ({email}) at {company['name']}.",
+        ),
+        [change(rule, "customers", new_id, "company_id", company["id"], op="create")],
+        f"Created contact {new_id}: {name} ({email}) at {company['name']}.",
         keep=[name, email, company["name"]],
-        read_only=False,
     )
 
 
@@ -375,35 +292,25 @@ def company_manager_login(ctx: Ctx) -> Draft:
             raise ValueError("wrong manager")
         return {"manager": field_of(r[1], "name"), "last_login": field_of(r[1], "last_login")}
 
-    return Draft(
-        "",
-        "",
-        prompt,
-        ["crm", "directory"],
-        [
-            Step(
-                "get_company",
-                {"company_id": company["id"]},
-                purpose=f"read company {company['id']}",
-                produces="account manager id",
-            ),
-            Step(
-                "get_staff",
-                {"staff_id": mgr["id"]},
-                depends_on=[0],
-                purpose="read the account manager's profile",
-            ),
-        ],
-        answers=[
-            Answer("manager", mgr["name"], "name", text=f"the account manager is {mgr['name']}"),
-            Answer(
-                "last_login",
-                mgr["last_login"],
-                "date",
-                text=f"{mgr['name']} last logged in on {mgr['last_login']}",
-            ),
-        ],
-        reference_answer=f"{company['name']}'s account manager is {mgr['name']} ({mgr['id']}), last login {mgr['last_login']}.",
-        recompute=recompute,
-        keep=[company["id"]],
+    steps = chain(
+        Step(
+            "get_company",
+            {"company_id": company["id"]},
+            purpose=f"read company {company['id']}",
+            produces="account manager id",
+        ),
+        Step("get_staff", {"staff_id": mgr["id"]}, purpose="read the account manager's profile"),
     )
+    answers = [
+        Answer("manager", mgr["name"], "name", text=f"the account manager is {mgr['name']}"),
+        Answer(
+            "last_login",
+            mgr["last_login"],
+            "date",
+            text=f"{mgr['name']} last logged in on {mgr['last_login']}",
+        ),
+    ]
+    reference = (
+        f"{company['name']}'s account manager is {mgr['name']} ({mgr['id']}), last login {mgr['last_login']}."
+    )
+    return read(prompt, steps, answers, reference, recompute, keep=[company["id"]])

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from toolkit.synth.base import Answer, Draft, Step, payload
 from toolkit.synth.templates import Ctx, Skip, template
-from toolkit.synth.templates.common import ALL, items, total, unique_by
+from toolkit.synth.templates.common import ALL, chain, count, find, items, listing, read, unique_by
 
 
 @template("hd_agent_workload", "aggregate", ["directory", "helpdesk"], calls=(2, 2), eval_only=True)
@@ -26,32 +26,17 @@ def agent_workload(ctx: Ctx) -> Draft:
         s=status,
         n=agent["name"],
     )
-    return Draft(
-        "",
-        "",
-        prompt,
-        ["directory", "helpdesk"],
-        [
-            Step(
-                "search_staff",
-                {"query": agent["name"]},
-                normalize={"query": "name"},
-                purpose=f"find {agent['name']}",
-                produces="staff id",
-            ),
-            Step(
-                "search_tickets",
-                {"assignee_id": agent["id"], "status": status, "limit": ALL},
-                depends_on=[0],
-                checked_args=["assignee_id", "status"],
-                purpose=f"list {agent['name']}'s {status} tickets",
-            ),
-        ],
-        answers=[Answer("count", n, "number", text=f"{agent['name']} has {n} {status} tickets")],
-        reference_answer=f"{agent['name']} ({agent['id']}) has {n} {status} tickets assigned.",
-        recompute=lambda r: {"count": total(r[1])},
-        keep=[agent["name"]],
+    steps = chain(
+        find("search_staff", agent["name"], "staff id"),
+        listing(
+            "search_tickets",
+            {"assignee_id": agent["id"], "status": status},
+            f"list {agent['name']}'s {status} tickets",
+        ),
     )
+    text = f"{agent['name']} has {n} {status} tickets"
+    reference = f"{agent['name']} ({agent['id']}) has {n} {status} tickets assigned."
+    return count(prompt, steps, n, "", text, reference, keep=[agent["name"]])
 
 
 @template("shop_units_ordered", "aggregate", ["shop"], calls=(2, 2), eval_only=True)
@@ -80,24 +65,22 @@ def units_ordered(ctx: Ctx) -> Draft:
         ],
         p=prod["name"],
     )
-    return Draft(
-        "",
-        "",
+    steps = [
+        find(
+            "search_products",
+            prod["name"],
+            "product id",
+            norm="text",
+            purpose=f"find {prod['name']}'s product id",
+        ),
+        listing("list_orders", {}, "list all orders"),  # needs no id: every order is read
+    ]
+    return read(
         prompt,
-        ["shop"],
-        [
-            Step(
-                "search_products",
-                {"query": prod["name"]},
-                normalize={"query": "text"},
-                purpose=f"find {prod['name']}'s product id",
-                produces="product id",
-            ),
-            Step("list_orders", {"limit": ALL}, checked_args=[], purpose="list all orders"),
-        ],
-        answers=[Answer("units", n, "number", text=f"{n} units of {prod['name']} were ordered")],
-        reference_answer=f"{n} units of {prod['name']} ({prod['id']}) were ordered in non-cancelled orders.",
-        recompute=lambda r: {"units": units(items(r[1]))},
+        steps,
+        [Answer("units", n, "number", text=f"{n} units of {prod['name']} were ordered")],
+        f"{n} units of {prod['name']} ({prod['id']}) were ordered in non-cancelled orders.",
+        lambda r: {"units": units(items(r[1]))},
         keep=[prod["name"]],
     )
 
@@ -112,21 +95,16 @@ def rainy_days(ctx: Ctx) -> Draft:
         ["Count the days with rain in {c}.", "In {c}, on how many days is there precipitation?"],
         c=city,
     )
-    return Draft(
-        "",
-        "",
+    return read(
         prompt,
-        ["weather"],
-        [
-            Step(
-                "find_rainy_days",
-                {"city": city},
-                normalize={"city": "text"},
-                purpose=f"find the rainy days in {city}",
-            )
-        ],
-        answers=[Answer("count", n, "number", text=f"{city} has {n} rainy days")],
-        reference_answer=f"{city} has {n} days with rain in the covered window.",
-        recompute=lambda r: {"count": int(payload(r[0])["count"])},
+        Step(
+            "find_rainy_days",
+            {"city": city},
+            normalize={"city": "text"},
+            purpose=f"find the rainy days in {city}",
+        ),
+        [Answer("count", n, "number", text=f"{city} has {n} rainy days")],
+        f"{city} has {n} days with rain in the covered window.",
+        lambda r: {"count": int(payload(r[0])["count"])},
         keep=[city],
     )

@@ -4,11 +4,29 @@ from __future__ import annotations
 
 from toolkit.synth.base import Answer, Draft, Step
 from toolkit.synth.templates import Ctx, Skip, template
-from toolkit.synth.templates.common import ALL, field_of, items, one_of, pct, total, unique_by
+from toolkit.synth.templates.common import (
+    chain,
+    change,
+    count,
+    field_of,
+    find,
+    items,
+    listing,
+    lookup,
+    one_of,
+    pct,
+    read,
+    unique_by,
+    write,
+)
 
 STATUSES = ("new", "open", "pending", "solved", "closed")
 PRIORITIES = ("low", "normal", "high", "urgent")
 FIELD_WORDS = {"status": "status", "priority": "priority", "channel": "channel", "subject": "subject"}
+
+
+def _tags(ctx: Ctx) -> list[str]:
+    return sorted({tag for t in ctx.records("tickets") for tag in t["tags"]})
 
 
 @template("hd_ticket_field", "lookup", ["helpdesk"])
@@ -27,15 +45,14 @@ def ticket_field(ctx: Ctx) -> Draft:
         f=FIELD_WORDS[fld],
         id=t["id"],
     )
-    return Draft(
-        "",
-        "",
+    words = FIELD_WORDS[fld]
+    return lookup(
         prompt,
-        ["helpdesk"],
-        [Step("view_ticket", {"ticket_id": t["id"]}, purpose=f"read ticket {t['id']}")],
-        answers=[Answer(fld, t[fld], "text", text=f"the {FIELD_WORDS[fld]} of ticket {t['id']} is {t[fld]}")],
-        reference_answer=f"Ticket {t['id']} has {FIELD_WORDS[fld]} {t[fld]}.",
-        recompute=lambda r: {fld: field_of(r[0], fld)},
+        Step("view_ticket", {"ticket_id": t["id"]}, purpose=f"read ticket {t['id']}"),
+        fld,
+        t[fld],
+        f"the {words} of ticket {t['id']} is {t[fld]}",
+        f"Ticket {t['id']} has {words} {t[fld]}.",
         keep=[t["id"]],
     )
 
@@ -54,31 +71,16 @@ def count_status(ctx: Ctx) -> Draft:
         ["Give me a count of all tickets whose status is {s}."],
         s=status,
     )
-    return Draft(
-        "",
-        "",
-        prompt,
-        ["helpdesk"],
-        [
-            Step(
-                "search_tickets",
-                {"status": status, "limit": ALL},
-                alternatives=["ticket_stats"],
-                checked_args=["status"],
-                purpose=f"find the {status} tickets",
-            )
-        ],
-        answers=[Answer("count", n, "number", text=f"there are {n} {status} tickets")],
-        reference_answer=f"There are {n} {status} tickets.",
-        recompute=lambda r: {"count": total(r[0])},
+    step = listing(
+        "search_tickets", {"status": status}, f"find the {status} tickets", alternatives=["ticket_stats"]
     )
+    return count(prompt, step, n, f"{status} tickets")
 
 
 @template("hd_count_tag", "aggregate", ["helpdesk"])
 def count_tag(ctx: Ctx) -> Draft:
     ctx.need("search_tickets")
-    tags = sorted({tag for t in ctx.records("tickets") for tag in t["tags"]})
-    tag = ctx.choose(tags)
+    tag = ctx.choose(_tags(ctx))
     n = len(ctx.records("tickets", lambda t: tag in t["tags"]))
     prompt = ctx.say(
         [
@@ -89,24 +91,9 @@ def count_tag(ctx: Ctx) -> Draft:
         ['What number of support tickets have the tag "{tag}"?'],
         tag=tag,
     )
-    return Draft(
-        "",
-        "",
-        prompt,
-        ["helpdesk"],
-        [
-            Step(
-                "search_tickets",
-                {"tag": tag, "limit": ALL},
-                checked_args=["tag"],
-                purpose=f"find tickets tagged {tag}",
-            )
-        ],
-        answers=[Answer("count", n, "number", text=f'{n} tickets are tagged "{tag}"')],
-        reference_answer=f'{n} tickets are tagged "{tag}".',
-        recompute=lambda r: {"count": total(r[0])},
-        keep=[tag],
-    )
+    step = listing("search_tickets", {"tag": tag}, f"find tickets tagged {tag}")
+    text = f'{n} tickets are tagged "{tag}"'
+    return count(prompt, step, n, "", text, text + ".", keep=[tag])
 
 
 @template("hd_pct_priority", "aggregate", ["helpdesk"])
@@ -131,34 +118,23 @@ def pct_priority(ctx: Ctx) -> Draft:
         rows = items(r[0])
         return {"percentage": pct(sum(t["priority"] == prio for t in rows), len(rows))}
 
-    return Draft(
-        "",
-        "",
+    return read(
         prompt,
-        ["helpdesk"],
+        listing("search_tickets", {"status": status}, f"list the {status} tickets"),
         [
-            Step(
-                "search_tickets",
-                {"status": status, "limit": ALL},
-                checked_args=["status"],
-                purpose=f"list the {status} tickets",
-            )
-        ],
-        answers=[
             Answer(
                 "percentage", value, "number", 0.1, text=f"{value}% of {status} tickets have {prio} priority"
             )
         ],
-        reference_answer=f"{value}% of the {status} tickets ({len(pool)} in total) have {prio} priority.",
-        recompute=recompute,
+        f"{value}% of the {status} tickets ({len(pool)} in total) have {prio} priority.",
+        recompute,
     )
 
 
 @template("hd_earliest_latest", "aggregate", ["helpdesk"])
 def earliest_latest(ctx: Ctx) -> Draft:
     ctx.need("search_tickets")
-    tags = sorted({tag for t in ctx.records("tickets") for tag in t["tags"]})
-    tag = ctx.choose(tags)
+    tag = ctx.choose(_tags(ctx))
     pool = ctx.records("tickets", lambda t: tag in t["tags"])
     latest = ctx.rng.random() < 0.5
     pick = max(pool, key=lambda t: t["created"]) if latest else min(pool, key=lambda t: t["created"])
@@ -182,24 +158,12 @@ def earliest_latest(ctx: Ctx) -> Draft:
         best = max(rows, key=lambda t: t["created"]) if latest else min(rows, key=lambda t: t["created"])
         return {"ticket_id": best["id"]}
 
-    return Draft(
-        "",
-        "",
+    return read(
         prompt,
-        ["helpdesk"],
-        [
-            Step(
-                "search_tickets",
-                {"tag": tag, "limit": ALL},
-                checked_args=["tag"],
-                purpose=f"list the tickets tagged {tag}",
-            )
-        ],
-        answers=[
-            Answer("ticket_id", pick["id"], "text", text=f"the {word} created {tag} ticket is {pick['id']}")
-        ],
-        reference_answer=f'Ticket {pick["id"]} ("{pick["subject"]}", created {pick["created"]}) was created {word}.',
-        recompute=recompute,
+        listing("search_tickets", {"tag": tag}, f"list the tickets tagged {tag}"),
+        [Answer("ticket_id", pick["id"], "text", text=f"the {word} created {tag} ticket is {pick['id']}")],
+        f'Ticket {pick["id"]} ("{pick["subject"]}", created {pick["created"]}) was created {word}.',
+        recompute,
         keep=[tag],
     )
 
@@ -223,22 +187,12 @@ def satisfaction_share(ctx: Ctx) -> Draft:
         rows = items(r[0])
         return {"percentage": pct(sum(x["rating"] == rating for x in rows), len(rows))}
 
-    return Draft(
-        "",
-        "",
+    return read(
         prompt,
-        ["helpdesk"],
-        [
-            Step(
-                "list_satisfaction_ratings",
-                {"limit": ALL},
-                checked_args=[],
-                purpose="read all satisfaction ratings",
-            )
-        ],
-        answers=[Answer("percentage", value, "number", 0.1, text=f"{value}% of ratings are {rating}")],
-        reference_answer=f"{value}% of the {len(rated)} satisfaction ratings are {rating}.",
-        recompute=recompute,
+        listing("list_satisfaction_ratings", {}, "read all satisfaction ratings"),
+        [Answer("percentage", value, "number", 0.1, text=f"{value}% of ratings are {rating}")],
+        f"{value}% of the {len(rated)} satisfaction ratings are {rating}.",
+        recompute,
     )
 
 
@@ -257,30 +211,24 @@ def set_priority(ctx: Ctx) -> Draft:
         id=t["id"],
         p=prio,
     )
-    check = {
-        "type": "state",
-        "collection": "tickets",
-        "key": t["id"],
-        "field": "priority",
-        "value": prio,
-        "op": "update",
-    }
-    return Draft(
-        "",
-        "",
+    return write(
         prompt,
-        ["helpdesk"],
+        Step(
+            "set_ticket_priority",
+            {"ticket_id": t["id"], "priority": prio},
+            purpose=f"set the priority to {prio}",
+        ),
         [
-            Step(
-                "set_ticket_priority",
-                {"ticket_id": t["id"], "priority": prio},
-                purpose=f"set the priority to {prio}",
+            change(
+                f"Ticket {t['id']} must have priority {prio} afterwards.",
+                "tickets",
+                t["id"],
+                "priority",
+                prio,
             )
         ],
-        state_changes=[(f"Ticket {t['id']} must have priority {prio} afterwards.", check)],
-        reference_answer=f"Ticket {t['id']} now has {prio} priority.",
+        f"Ticket {t['id']} now has {prio} priority.",
         keep=[t["id"]],
-        read_only=False,
     )
 
 
@@ -299,31 +247,25 @@ def set_status(ctx: Ctx) -> Draft:
         id=t["id"],
         s=status,
     )
-    check = {
-        "type": "state",
-        "collection": "tickets",
-        "key": t["id"],
-        "field": "status",
-        "value": status,
-        "op": "update",
-    }
-    return Draft(
-        "",
-        "",
+    return write(
         prompt,
-        ["helpdesk"],
+        Step(
+            "set_ticket_status",
+            {"ticket_id": t["id"], "status": status},
+            checked_args=["ticket_id", "status"],
+            purpose=f"set the status to {status}",
+        ),
         [
-            Step(
-                "set_ticket_status",
-                {"ticket_id": t["id"], "status": status},
-                checked_args=["ticket_id", "status"],
-                purpose=f"set the status to {status}",
+            change(
+                f"Ticket {t['id']} must have status {status} afterwards.",
+                "tickets",
+                t["id"],
+                "status",
+                status,
             )
         ],
-        state_changes=[(f"Ticket {t['id']} must have status {status} afterwards.", check)],
-        reference_answer=f"Ticket {t['id']} is now {status}.",
+        f"Ticket {t['id']} is now {status}.",
         keep=[t["id"]],
-        read_only=False,
     )
 
 
@@ -343,24 +285,20 @@ def add_tag(ctx: Ctx) -> Draft:
         id=t["id"],
         tag=tag,
     )
-    check = {
-        "type": "state",
-        "collection": "tickets",
-        "key": t["id"],
-        "field": "tags",
-        "value": new_tags,
-        "op": "update",
-    }
-    return Draft(
-        "",
-        "",
+    return write(
         prompt,
-        ["helpdesk"],
-        [Step("add_ticket_tags", {"ticket_id": t["id"], "tags": [tag]}, purpose=f"add the {tag} tag")],
-        state_changes=[(f"Ticket {t['id']} must carry the tags {new_tags} afterwards.", check)],
-        reference_answer=f'Ticket {t["id"]} is now tagged "{tag}".',
+        Step("add_ticket_tags", {"ticket_id": t["id"], "tags": [tag]}, purpose=f"add the {tag} tag"),
+        [
+            change(
+                f"Ticket {t['id']} must carry the tags {new_tags} afterwards.",
+                "tickets",
+                t["id"],
+                "tags",
+                new_tags,
+            )
+        ],
+        f'Ticket {t["id"]} is now tagged "{tag}".',
         keep=[t["id"], tag],
-        read_only=False,
     )
 
 
@@ -381,35 +319,17 @@ def customer_open_tickets(ctx: Ctx) -> Draft:
         s=status,
         name=cust["name"],
     )
-
-    def recompute(r):
-        return {"count": total(r[1])}
-
-    return Draft(
-        "",
-        "",
-        prompt,
-        ["crm", "helpdesk"],
-        [
-            Step(
-                "search_contacts",
-                {"query": cust["name"]},
-                normalize={"query": "name"},
-                purpose=f"find {cust['name']}'s contact id",
-                produces="contact id",
-            ),
-            Step(
-                "search_tickets",
-                {"requester_id": cust["id"], "status": status, "limit": ALL},
-                depends_on=[0],
-                checked_args=["requester_id", "status"],
-                purpose=f"find {cust['name']}'s {status} tickets",
-            ),
-        ],
-        answers=[Answer("count", n, "number", text=f"{cust['name']} has {n} {status} tickets")],
-        reference_answer=f"{cust['name']} ({cust['id']}) has {n} {status} tickets.",
-        recompute=recompute,
-        keep=[cust["name"]],
+    steps = chain(
+        find("search_contacts", cust["name"], "contact id", purpose=f"find {cust['name']}'s contact id"),
+        listing(
+            "search_tickets",
+            {"requester_id": cust["id"], "status": status},
+            f"find {cust['name']}'s {status} tickets",
+        ),
+    )
+    text = f"{cust['name']} has {n} {status} tickets"
+    return count(
+        prompt, steps, n, "", text, f"{cust['name']} ({cust['id']}) has {n} {status} tickets.", [cust["name"]]
     )
 
 
@@ -417,8 +337,7 @@ def customer_open_tickets(ctx: Ctx) -> Draft:
 def first_comment_author(ctx: Ctx) -> Draft:
     """Scale's sample: earliest ticket of a tag -> its first comment -> that author's details."""
     ctx.need("search_tickets", "list_ticket_comments", "get_contact")
-    tags = sorted({tag for t in ctx.records("tickets") for tag in t["tags"]})
-    tag = ctx.choose(tags)
+    tag = ctx.choose(_tags(ctx))
     pool = ctx.records("tickets", lambda t: tag in t["tags"])
     first = min(pool, key=lambda t: t["created"])
     if sum(t["created"] == first["created"] for t in pool) > 1:
@@ -445,46 +364,35 @@ def first_comment_author(ctx: Ctx) -> Draft:
             raise ValueError("looked up someone other than the first comment's author")
         return {"ticket_id": t["id"], "author": field_of(r[2], "name"), attr: field_of(r[2], attr)}
 
-    return Draft(
-        "",
-        "",
-        prompt,
-        ["helpdesk", "crm"],
-        [
-            Step(
-                "search_tickets",
-                {"tag": tag, "limit": ALL},
-                checked_args=["tag"],
-                purpose=f"list tickets tagged {tag}",
-                produces="ticket id",
-            ),
-            Step(
-                "list_ticket_comments",
-                {"ticket_id": first["id"]},
-                depends_on=[0],
-                purpose="read the first comment",
-                produces="author id",
-            ),
-            Step("get_contact", {"contact_id": author}, depends_on=[1], purpose="look up the comment author"),
-        ],
-        answers=[
-            Answer(
-                "ticket_id",
-                first["id"],
-                "text",
-                text=f"the earliest {tag} ticket is {first['id']}",
-                intermediate=True,
-            ),
-            Answer(
-                "author",
-                cust["name"],
-                "name",
-                text=f"the first comment's author is {cust['name']} ({author})",
-                intermediate=True,
-            ),
-            Answer(attr, cust[attr], "text", text=f"the {word} of {cust['name']} is {cust[attr]}"),
-        ],
-        reference_answer=f"The earliest {tag} ticket is {first['id']}; its first comment is by {cust['name']} ({author}), whose {word} is {cust[attr]}.",
-        recompute=recompute,
-        keep=[tag],
+    steps = chain(
+        listing("search_tickets", {"tag": tag}, f"list tickets tagged {tag}", produces="ticket id"),
+        Step(
+            "list_ticket_comments",
+            {"ticket_id": first["id"]},
+            purpose="read the first comment",
+            produces="author id",
+        ),
+        Step("get_contact", {"contact_id": author}, purpose="look up the comment author"),
     )
+    answers = [
+        Answer(
+            "ticket_id",
+            first["id"],
+            "text",
+            text=f"the earliest {tag} ticket is {first['id']}",
+            intermediate=True,
+        ),
+        Answer(
+            "author",
+            cust["name"],
+            "name",
+            text=f"the first comment's author is {cust['name']} ({author})",
+            intermediate=True,
+        ),
+        Answer(attr, cust[attr], "text", text=f"the {word} of {cust['name']} is {cust[attr]}"),
+    ]
+    reference = (
+        f"The earliest {tag} ticket is {first['id']}; its first comment is by {cust['name']} ({author}), "
+        f"whose {word} is {cust[attr]}."
+    )
+    return read(prompt, steps, answers, reference, recompute, keep=[tag])

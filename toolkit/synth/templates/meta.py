@@ -122,11 +122,8 @@ def clarify_missing(ctx: Ctx) -> Draft:
     label = rec.get("name") or rec["id"]
     prompt = ctx.say(wordings, MISSING_HELD_OUT, name=label, id=rec["id"], label=label)
     return Draft(
-        "",
-        "",
-        prompt,
-        [server],
-        [],
+        prompt=prompt,
+        servers=[server],
         reference_answer=f"Happy to help with {label}. What exactly should the new value be? Please tell me and I will make the change.",
         metadata={"enable_tools": tools},
         keep=[label],
@@ -146,11 +143,8 @@ def abstain_irrelevant(ctx: Ctx) -> Draft:
         phrase=ctx.choose(PHRASES),
     )
     return Draft(
-        "",
-        "",
-        prompt,
-        [server],
-        [],
+        prompt=prompt,
+        servers=[server],
         reference_answer="Sorry, none of the tools I have access to can help with that request.",
         metadata={"enable_tools": tools},
     )

@@ -24,10 +24,9 @@ INTROS = (
 
 
 def _parts(ctx: Ctx) -> list[str]:
-    reads = sorted(
-        t for t, tpl in TEMPLATES.items() if tpl.kind in ("lookup", "aggregate") and tpl.calls[1] <= 2
-    )
-    writes = sorted(t for t, tpl in TEMPLATES.items() if tpl.kind == "write" and tpl.calls[1] <= 2)
+    pool = {t: tpl for t, tpl in TEMPLATES.items() if ctx.allows(tpl)}
+    reads = sorted(t for t, tpl in pool.items() if tpl.kind in ("lookup", "aggregate") and tpl.calls[1] <= 2)
+    writes = sorted(t for t, tpl in pool.items() if tpl.kind == "write" and tpl.calls[1] <= 2)
     n_reads = ctx.rng.randint(1, 2) if ctx.rng.random() < 0.4 else ctx.rng.randint(2, 3)
     chosen = ctx.rng.sample(reads, min(n_reads, len(reads)))
     if writes and (len(chosen) < 2 or ctx.rng.random() < 0.3):
@@ -86,11 +85,9 @@ def multi_part(ctx: Ctx) -> Draft:
         return out
 
     draft = Draft(
-        "",
-        "",
-        prompt,
-        sorted({s for p in parts for s in p.servers}),
-        steps,
+        prompt=prompt,
+        servers=sorted({s for p in parts for s in p.servers}),
+        steps=steps,
         answers=answers,
         state_changes=state,
         reference_answer=" ".join(refs),

@@ -5,7 +5,22 @@ from __future__ import annotations
 
 from toolkit.synth.base import Answer, Draft, Step, payload
 from toolkit.synth.templates import Ctx, Skip, template
-from toolkit.synth.templates.common import ALL, field_of, fmt_num, items, one_of, total, unique_by
+from toolkit.synth.templates.common import (
+    chain,
+    change,
+    count,
+    field_of,
+    find,
+    fmt_num,
+    items,
+    listing,
+    lookup,
+    one_of,
+    read,
+    total,
+    unique_by,
+    write,
+)
 
 # -- shop -------------------------------------------------------------------------------------------
 
@@ -24,22 +39,8 @@ def orders_by_status(ctx: Ctx) -> Draft:
         ["Tell me how many of our orders currently show as {s}."],
         s=status,
     )
-    return Draft(
-        "",
-        "",
-        prompt,
-        ["shop"],
-        [
-            Step(
-                "list_orders",
-                {"status": status, "limit": ALL},
-                checked_args=["status"],
-                purpose=f"list {status} orders",
-            )
-        ],
-        answers=[Answer("count", n, "number", text=f"there are {n} {status} orders")],
-        reference_answer=f"There are {n} {status} orders.",
-        recompute=lambda r: {"count": total(r[0])},
+    return count(
+        prompt, listing("list_orders", {"status": status}, f"list {status} orders"), n, f"{status} orders"
     )
 
 
@@ -68,32 +69,16 @@ def customer_spend(ctx: Ctx) -> Draft:
         n=cust["name"],
         w=words,
     )
-    return Draft(
-        "",
-        "",
+    steps = chain(
+        find("search_contacts", cust["name"], "customer id"),
+        listing("list_orders", {"customer_id": cust["id"]}, f"list {cust['name']}'s orders"),
+    )
+    return read(
         prompt,
-        ["crm", "shop"],
-        [
-            Step(
-                "search_contacts",
-                {"query": cust["name"]},
-                normalize={"query": "name"},
-                purpose=f"find {cust['name']}",
-                produces="customer id",
-            ),
-            Step(
-                "list_orders",
-                {"customer_id": cust["id"], "limit": ALL},
-                depends_on=[0],
-                checked_args=["customer_id"],
-                purpose=f"list {cust['name']}'s orders",
-            ),
-        ],
-        answers=[
-            Answer("amount", value, "number", 0.5, text=f"{cust['name']} spent {fmt_num(value)} USD {words}")
-        ],
-        reference_answer=f"{cust['name']} spent {fmt_num(value)} USD {words} (cancelled and refunded orders excluded).",
-        recompute=lambda r: {"amount": calc(items(r[1]))},
+        steps,
+        [Answer("amount", value, "number", 0.5, text=f"{cust['name']} spent {fmt_num(value)} USD {words}")],
+        f"{cust['name']} spent {fmt_num(value)} USD {words} (cancelled and refunded orders excluded).",
+        lambda r: {"amount": calc(items(r[1]))},
         keep=[cust["name"]],
     )
 
@@ -113,38 +98,16 @@ def update_stock(ctx: Ctx) -> Draft:
         p=prod["name"],
         n=stock,
     )
-    check = {
-        "type": "state",
-        "collection": "products",
-        "key": prod["id"],
-        "field": "stock",
-        "value": stock,
-        "op": "update",
-    }
-    return Draft(
-        "",
-        "",
+    rule = f"Product {prod['id']} ({prod['name']}) must have stock {stock} afterwards."
+    return write(
         prompt,
-        ["shop"],
-        [
-            Step(
-                "search_products",
-                {"query": prod["name"]},
-                normalize={"query": "text"},
-                purpose=f"find {prod['name']}",
-                produces="product id",
-            ),
-            Step(
-                "update_stock",
-                {"product_id": prod["id"], "stock": stock},
-                depends_on=[0],
-                purpose="set the stock",
-            ),
-        ],
-        state_changes=[(f"Product {prod['id']} ({prod['name']}) must have stock {stock} afterwards.", check)],
-        reference_answer=f"{prod['name']} ({prod['id']}) now has {stock} units in stock.",
+        chain(
+            find("search_products", prod["name"], "product id", norm="text"),
+            Step("update_stock", {"product_id": prod["id"], "stock": stock}, purpose="set the stock"),
+        ),
+        [change(rule, "products", prod["id"], "stock", stock)],
+        f"{prod['name']} ({prod['id']}) now has {stock} units in stock.",
         keep=[prod["name"], str(stock)],
-        read_only=False,
     )
 
 
@@ -167,34 +130,19 @@ def quote(ctx: Ctx) -> Draft:
         ["Look up {x}'s most recent closing share price."],
         x=intro,
     )
-    steps = []
-    if by_name:
-        steps.append(
-            Step(
-                "search_symbols",
-                {"query": q["name"]},
-                normalize={"query": "text"},
-                purpose=f"find the ticker of {q['name']}",
-                produces="symbol",
-            )
-        )
-    steps.append(
-        Step(
-            "get_stock_quote",
-            {"symbol": q["symbol"]},
-            depends_on=[0] if by_name else [],
-            purpose=f"get the quote for {q['symbol']}",
-        )
+    find_symbol = find(
+        "search_symbols", q["name"], "symbol", norm="text", purpose=f"find the ticker of {q['name']}"
     )
-    return Draft(
-        "",
-        "",
+    get_quote = Step("get_stock_quote", {"symbol": q["symbol"]}, purpose=f"get the quote for {q['symbol']}")
+    return lookup(
         prompt,
-        ["finance"],
-        steps,
-        answers=[Answer("close", close, "number", 0.01, text=f"{q['symbol']} last closed at {close} USD")],
-        reference_answer=f"{q['name']} ({q['symbol']}) last closed at {close} USD.",
-        recompute=lambda r: {"close": field_of(r[-1], "close")},
+        chain(find_symbol, get_quote) if by_name else [get_quote],
+        "close",
+        close,
+        f"{q['symbol']} last closed at {close} USD",
+        f"{q['name']} ({q['symbol']}) last closed at {close} USD.",
+        "number",
+        0.01,
         keep=[intro],
     )
 
@@ -213,17 +161,12 @@ def holding(ctx: Ctx) -> Draft:
         data = payload(r[0])
         return {"shares": next(x["shares"] for x in data["holdings"] if x["symbol"] == h["symbol"])}
 
-    return Draft(
-        "",
-        "",
+    return read(
         prompt,
-        ["finance"],
-        [Step("list_holdings", {}, purpose="list the portfolio holdings")],
-        answers=[
-            Answer("shares", h["shares"], "number", text=f"we hold {h['shares']} shares of {h['symbol']}")
-        ],
-        reference_answer=f"We hold {h['shares']} shares of {h['symbol']}.",
-        recompute=recompute,
+        Step("list_holdings", {}, purpose="list the portfolio holdings"),
+        [Answer("shares", h["shares"], "number", text=f"we hold {h['shares']} shares of {h['symbol']}")],
+        f"We hold {h['shares']} shares of {h['symbol']}.",
+        recompute,
         keep=[h["symbol"]],
     )
 
@@ -245,24 +188,13 @@ def buy(ctx: Ctx) -> Draft:
         n=shares,
         s=q["symbol"],
     )
-    check = {
-        "type": "state",
-        "collection": "holdings",
-        "key": q["symbol"],
-        "field": "shares",
-        "value": after,
-        "op": "update" if held else "create",
-    }
-    return Draft(
-        "",
-        "",
+    rule = f"The portfolio must hold {after} shares of {q['symbol']} afterwards."
+    return write(
         prompt,
-        ["finance"],
-        [Step("buy_stock", {"symbol": q["symbol"], "shares": shares}, purpose=f"buy {shares} {q['symbol']}")],
-        state_changes=[(f"The portfolio must hold {after} shares of {q['symbol']} afterwards.", check)],
-        reference_answer=f"Bought {shares} shares of {q['symbol']}; the portfolio now holds {after}.",
+        Step("buy_stock", {"symbol": q["symbol"], "shares": shares}, purpose=f"buy {shares} {q['symbol']}"),
+        [change(rule, "holdings", q["symbol"], "shares", after, "update" if held else "create")],
+        f"Bought {shares} shares of {q['symbol']}; the portfolio now holds {after}.",
         keep=[q["symbol"], str(shares)],
-        read_only=False,
     )
 
 
@@ -297,30 +229,20 @@ def weather_day(ctx: Ctx) -> Draft:
         c=city,
         d=day,
     )
-    return Draft(
-        "",
-        "",
+    return lookup(
         prompt,
-        ["weather"],
-        [
-            Step(
-                "get_weather",
-                {"city": city, "day": day},
-                normalize={"city": "text", "day": "date"},
-                purpose=f"get the weather in {city} on {day}",
-            )
-        ],
-        answers=[
-            Answer(
-                fld,
-                rec[fld],
-                norm,
-                0.05 if norm == "number" else 0.0,
-                text=f"the {words} in {city} on {day} is {rec[fld]}",
-            )
-        ],
-        reference_answer=f"In {city} on {day} the {words} is {rec[fld]}.",
-        recompute=lambda r: {fld: field_of(r[0], fld)},
+        Step(
+            "get_weather",
+            {"city": city, "day": day},
+            normalize={"city": "text", "day": "date"},
+            purpose=f"get the weather in {city} on {day}",
+        ),
+        fld,
+        rec[fld],
+        f"the {words} in {city} on {day} is {rec[fld]}",
+        f"In {city} on {day} the {words} is {rec[fld]}.",
+        norm,
+        0.05 if norm == "number" else 0.0,
         keep=[city, day],
     )
 
@@ -350,32 +272,23 @@ def weather_compare(ctx: Ctx) -> Draft:
         x, y = payload(r[0]), payload(r[1])
         return {"warmer": x["city"] if x["high_c"] > y["high_c"] else y["city"]}
 
-    return Draft(
-        "",
-        "",
+    steps = [
+        Step(
+            "get_weather",
+            {"city": c, "day": day},
+            alternatives=["compare_weather"],
+            checked_args=["city"],
+            normalize={"city": "text"},
+            purpose=f"get {c}'s weather",
+        )
+        for c in (a, b)
+    ]
+    return read(
         prompt,
-        ["weather"],
-        [
-            Step(
-                "get_weather",
-                {"city": a, "day": day},
-                alternatives=["compare_weather"],
-                checked_args=["city"],
-                normalize={"city": "text"},
-                purpose=f"get {a}'s weather",
-            ),
-            Step(
-                "get_weather",
-                {"city": b, "day": day},
-                alternatives=["compare_weather"],
-                checked_args=["city"],
-                normalize={"city": "text"},
-                purpose=f"get {b}'s weather",
-            ),
-        ],
-        answers=[Answer("warmer", warmer, "text", text=f"{warmer} is warmer on {day} ({ha} C vs {hb} C)")],
-        reference_answer=f"{warmer} is warmer on {day}: {a} {ha} C, {b} {hb} C.",
-        recompute=recompute,
+        steps,
+        [Answer("warmer", warmer, "text", text=f"{warmer} is warmer on {day} ({ha} C vs {hb} C)")],
+        f"{warmer} is warmer on {day}: {a} {ha} C, {b} {hb} C.",
+        recompute,
         keep=[a, b, day],
     )
 
@@ -397,25 +310,13 @@ def events_on_day(ctx: Ctx) -> Draft:
         ["Tell me how many events take place on {d}."],
         d=day,
     )
-    return Draft(
-        "",
-        "",
-        prompt,
-        ["calendar"],
-        [
-            Step(
-                "list_events",
-                {"start_date": day, "end_date": day, "limit": ALL},
-                checked_args=["start_date", "end_date"],
-                normalize={"start_date": "date", "end_date": "date"},
-                purpose=f"list the events on {day}",
-            )
-        ],
-        answers=[Answer("count", n, "number", text=f"there are {n} events on {day}")],
-        reference_answer=f"There are {n} events on {day}.",
-        recompute=lambda r: {"count": total(r[0])},
-        keep=[day],
+    step = listing(
+        "list_events",
+        {"start_date": day, "end_date": day},
+        f"list the events on {day}",
+        normalize={"start_date": "date", "end_date": "date"},
     )
+    return count(prompt, step, n, f"events on {day}", keep=[day])
 
 
 @template("cal_reschedule", "write", ["calendar"])
@@ -435,24 +336,12 @@ def reschedule(ctx: Ctx) -> Draft:
         t=ev["title"],
         s=start,
     )
-    check = {
-        "type": "state",
-        "collection": "events",
-        "key": ev["id"],
-        "field": "start",
-        "value": start,
-        "op": "update",
-    }
-    return Draft(
-        "",
-        "",
+    return write(
         prompt,
-        ["calendar"],
-        [Step("reschedule_event", {"event_id": ev["id"], "start": start}, purpose="move the event")],
-        state_changes=[(f"Event {ev['id']} must start at {start} afterwards.", check)],
-        reference_answer=f"Event {ev['id']} now starts at {start}.",
+        Step("reschedule_event", {"event_id": ev["id"], "start": start}, purpose="move the event"),
+        [change(f"Event {ev['id']} must start at {start} afterwards.", "events", ev["id"], "start", start)],
+        f"Event {ev['id']} now starts at {start}.",
         keep=[ev["id"], start],
-        read_only=False,
     )
 
 
@@ -468,23 +357,13 @@ def unread(ctx: Ctx) -> Draft:
         ],
         ["What's the number of inbox emails I haven't read yet?"],
     )
-    return Draft(
-        "",
-        "",
-        prompt,
-        ["email"],
-        [
-            Step(
-                "list_emails",
-                {"folder": "inbox", "unread_only": True, "limit": ALL},
-                checked_args=["unread_only"],
-                purpose="list unread inbox emails",
-            )
-        ],
-        answers=[Answer("count", n, "number", text=f"there are {n} unread emails in the inbox")],
-        reference_answer=f"There are {n} unread emails in the inbox.",
-        recompute=lambda r: {"count": total(r[0])},
+    step = listing(
+        "list_emails",
+        {"folder": "inbox", "unread_only": True},
+        "list unread inbox emails",
+        checked_args=["unread_only"],
     )
+    return count(prompt, step, n, "unread emails in the inbox")
 
 
 @template("email_label", "write", ["email"])
@@ -505,24 +384,16 @@ def label(ctx: Ctx) -> Draft:
         id=m["id"],
         l=lab,
     )
-    check = {
-        "type": "state",
-        "collection": "emails",
-        "key": m["id"],
-        "field": "labels",
-        "value": new,
-        "op": "update",
-    }
-    return Draft(
-        "",
-        "",
+    return write(
         prompt,
-        ["email"],
-        [Step("label_email", {"email_id": m["id"], "label": lab}, purpose=f"add the {lab} label")],
-        state_changes=[(f"Email {m['id']} must carry the labels {new} afterwards.", check)],
-        reference_answer=f'Email {m["id"]} is now labelled "{lab}".',
+        Step("label_email", {"email_id": m["id"], "label": lab}, purpose=f"add the {lab} label"),
+        [
+            change(
+                f"Email {m['id']} must carry the labels {new} afterwards.", "emails", m["id"], "labels", new
+            )
+        ],
+        f'Email {m["id"]} is now labelled "{lab}".',
         keep=[m["id"], lab],
-        read_only=False,
     )
 
 
@@ -540,26 +411,12 @@ def channel_messages(ctx: Ctx) -> Draft:
         ["Tell me how many messages #{c} holds."],
         c=ch["name"],
     )
-    return Draft(
-        "",
-        "",
-        prompt,
-        ["chat"],
-        [
-            Step("list_channels", {}, purpose="find the channel id", produces="channel id"),
-            Step(
-                "read_channel",
-                {"channel_id": ch["id"], "limit": ALL},
-                depends_on=[0],
-                checked_args=["channel_id"],
-                purpose=f"read #{ch['name']}",
-            ),
-        ],
-        answers=[Answer("count", n, "number", text=f"#{ch['name']} has {n} messages")],
-        reference_answer=f"#{ch['name']} has {n} messages.",
-        recompute=lambda r: {"count": total(r[1])},
-        keep=[ch["name"]],
+    steps = chain(
+        Step("list_channels", {}, purpose="find the channel id", produces="channel id"),
+        listing("read_channel", {"channel_id": ch["id"]}, f"read #{ch['name']}"),
     )
+    text = f"#{ch['name']} has {n} messages"
+    return count(prompt, steps, n, "", text, text + ".", keep=[ch["name"]])
 
 
 @template("chat_set_topic", "write", ["chat"], calls=(2, 2))
@@ -575,35 +432,22 @@ def set_topic(ctx: Ctx) -> Draft:
         c=ch["name"],
         t=topic,
     )
-    check = {
-        "type": "state",
-        "collection": "channels",
-        "key": ch["id"],
-        "field": "topic",
-        "value": topic,
-        "op": "update",
-    }
-    return Draft(
-        "",
-        "",
+    steps = chain(
+        Step("list_channels", {}, purpose="find the channel id", produces="channel id"),
+        Step(
+            "set_channel_topic",
+            {"channel_id": ch["id"], "topic": topic},
+            normalize={"topic": "text"},
+            purpose="set the topic",
+        ),
+    )
+    rule = f'Channel {ch["id"]} (#{ch["name"]}) must have the topic "{topic}" afterwards.'
+    return write(
         prompt,
-        ["chat"],
-        [
-            Step("list_channels", {}, purpose="find the channel id", produces="channel id"),
-            Step(
-                "set_channel_topic",
-                {"channel_id": ch["id"], "topic": topic},
-                depends_on=[0],
-                normalize={"topic": "text"},
-                purpose="set the topic",
-            ),
-        ],
-        state_changes=[
-            (f'Channel {ch["id"]} (#{ch["name"]}) must have the topic "{topic}" afterwards.', check)
-        ],
-        reference_answer=f'#{ch["name"]} now has the topic "{topic}".',
+        steps,
+        [change(rule, "channels", ch["id"], "topic", topic)],
+        f'#{ch["name"]} now has the topic "{topic}".',
         keep=[ch["name"], topic],
-        read_only=False,
     )
 
 
@@ -628,31 +472,26 @@ def write_note(ctx: Ctx) -> Draft:
         p=path,
         c=content,
     )
-    check = {
-        "type": "state",
-        "collection": "files",
-        "key": path,
-        "field": "content",
-        "value": content,
-        "op": "create",
-    }
-    return Draft(
-        "",
-        "",
+    return write(
         prompt,
-        ["filesystem"],
+        Step(
+            "write_file",
+            {"path": path, "content": content},
+            normalize={"content": "text"},
+            purpose=f"write {path}",
+        ),
         [
-            Step(
-                "write_file",
-                {"path": path, "content": content},
-                normalize={"content": "text"},
-                purpose=f"write {path}",
+            change(
+                f"The file {path} must exist with the requested content.",
+                "files",
+                path,
+                "content",
+                content,
+                "create",
             )
         ],
-        state_changes=[(f"The file {path} must exist with the requested content.", check)],
-        reference_answer=f"Created {path}.",
+        f"Created {path}.",
         keep=[path, content],
-        read_only=False,
     )
 
 
@@ -668,7 +507,7 @@ def tag_change(ctx: Ctx) -> Draft:
     a, b = ctx.rng.sample(tags, 2)
     na = len(ctx.records("tickets", lambda t: a in t["tags"]))
     nb = len(ctx.records("tickets", lambda t: b in t["tags"]))
-    change = round((nb - na) / na * 100, 1)
+    pc = round((nb - na) / na * 100, 1)
     prompt = ctx.say(
         [
             "Compare the number of {a} tickets with the number of {b} tickets: by what percentage is the {b} count higher or lower than the {a} count?",
@@ -683,26 +522,11 @@ def tag_change(ctx: Ctx) -> Draft:
         x, y = total(r[0]), total(r[1])
         return {"count_a": x, "count_b": y, "percent_change": round(field_of(r[2], "percent_change"), 1)}
 
-    return Draft(
-        "",
-        "",
+    return read(
         prompt,
-        ["helpdesk", "calculator"],
         [
-            Step(
-                "search_tickets",
-                {"tag": a, "limit": ALL},
-                checked_args=["tag"],
-                purpose=f"count the {a} tickets",
-                produces="count",
-            ),
-            Step(
-                "search_tickets",
-                {"tag": b, "limit": ALL},
-                checked_args=["tag"],
-                purpose=f"count the {b} tickets",
-                produces="count",
-            ),
+            listing("search_tickets", {"tag": a}, f"count the {a} tickets", produces="count"),
+            listing("search_tickets", {"tag": b}, f"count the {b} tickets", produces="count"),
             Step(
                 "percent_change",
                 {"old": na, "new": nb},
@@ -712,12 +536,12 @@ def tag_change(ctx: Ctx) -> Draft:
                 optional=True,
             ),
         ],
-        answers=[
+        [
             Answer("count_a", na, "number", text=f"there are {na} {a} tickets", intermediate=True),
             Answer("count_b", nb, "number", text=f"there are {nb} {b} tickets", intermediate=True),
-            Answer("percent_change", change, "number", 0.1, text=f"the change from {a} to {b} is {change}%"),
+            Answer("percent_change", pc, "number", 0.1, text=f"the change from {a} to {b} is {pc}%"),
         ],
-        reference_answer=f"There are {na} {a} tickets and {nb} {b} tickets, a change of {change}%.",
-        recompute=recompute,
+        f"There are {na} {a} tickets and {nb} {b} tickets, a change of {pc}%.",
+        recompute,
         keep=[a, b],
     )
