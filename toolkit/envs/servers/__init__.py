@@ -8,8 +8,13 @@ from toolkit.envs.servers.directory import Directory
 from toolkit.envs.servers.email import Email
 from toolkit.envs.servers.filesystem import Filesystem
 from toolkit.envs.servers.finance import Finance
+from toolkit.envs.servers.food_delivery import FoodDelivery
 from toolkit.envs.servers.helpdesk import Helpdesk
+from toolkit.envs.servers.maps import Maps
+from toolkit.envs.servers.marketplace import Marketplace
+from toolkit.envs.servers.retail_chain import RetailChain
 from toolkit.envs.servers.shop import Shop
+from toolkit.envs.servers.travel_booking import TravelBooking
 from toolkit.envs.servers.weather import Weather
 
 SERVER_CLASSES = [
@@ -24,4 +29,9 @@ SERVER_CLASSES = [
     Weather,
     Chat,
     Calculator,
+    Marketplace,
+    RetailChain,
+    FoodDelivery,
+    TravelBooking,
+    Maps,
 ]
