@@ -3,14 +3,20 @@ client session, writes checked in the state diff, error paths, isolation and det
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import anyio
 import pytest
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
 
 from toolkit.envs import open_episode
 from toolkit.envs.registry import tool_specs
 from toolkit.envs.world import generate_world, world_hash
 
 SEED = 0
+ROOT = Path(__file__).resolve().parents[1]
 SERVERS = ["marketplace", "retail_chain", "food_delivery", "travel_booking", "maps"]
 CALLED: dict[str, set[str]] = {s: set() for s in SERVERS}
 
@@ -408,3 +414,30 @@ def test_domain_worlds_are_deterministic_and_cross_referenced():
     assert all(o["customer_id"] in a["customers"] for o in a["food_orders"].values())
     assert all(t["traveler_id"] in a["staff"] for t in a["travel_trips"].values())
     assert {p["company_id"] for p in a["maps_places"].values()} - {None} == set(a["companies"])
+
+
+FIRST_READ = {
+    "marketplace": ("get_market_seller", {"seller_id": "sel-001"}),
+    "retail_chain": ("get_retail_store", {"store_id": "rs-001"}),
+    "food_delivery": ("get_food_restaurant", {"restaurant_id": "rest-001"}),
+    "travel_booking": ("get_travel_trip", {"trip_id": "trip-001"}),
+    "maps": ("get_maps_place", {"place_id": "pl-001"}),
+}
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("server", SERVERS)
+def test_mcp_rl_serve_runs_each_server_over_stdio(server):
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "toolkit.cli", "serve", server, "--seed", "2"], cwd=str(ROOT)
+    )
+    name, args = FIRST_READ[server]
+
+    async def main():
+        async with Client(params, read_timeout_seconds=60) as client:
+            listed = {t.name for t in (await client.list_tools()).tools}
+            assert listed == {t.name for t in tool_specs([server])}
+            r = await client.call_tool(name, args)
+            assert not r.is_error and r.structured_content["id"] == next(iter(args.values()))
+
+    anyio.run(main)
