@@ -239,7 +239,7 @@ class FoodDelivery(DomainServer):
             Literal["preparing", "out_for_delivery", "delivered"], Field(description="New status.")
         ],
     ) -> dict[str, Any]:
-        """Move an order forward: placed -> preparing -> out_for_delivery (needs a courier) -> delivered."""
+        """Move an order forward: placed -> preparing -> out_for_delivery (needs a courier) -> delivered (frees the courier)."""
         o = self._order(order_id)
         if o["status"] == status:
             return o
@@ -250,6 +250,8 @@ class FoodDelivery(DomainServer):
             raise conflict(
                 f"food order {order_id} has no courier; assign one with assign_food_courier first."
             )
+        if status == "delivered" and self.db.get("food_couriers", o["courier_id"] or "") is not None:
+            self.db.edit("food_couriers", o["courier_id"])["available"] = True  # back on the road
         o = self.db.edit("food_orders", order_id)
         o["status"] = status
         return o
@@ -299,7 +301,7 @@ class FoodDelivery(DomainServer):
 
     @tool(idempotent=True)
     def assign_food_courier(self, order_id: FoodOrderId, courier_id: CourierId) -> dict[str, Any]:
-        """Give an order that has not been delivered a courier of the restaurant's city; the courier becomes busy."""
+        """Give an undelivered order a free courier of the restaurant's city (busy until delivery; a previous courier is freed)."""
         o = self._order(order_id)
         c = self._courier(courier_id)
         if o["courier_id"] == courier_id:
@@ -310,6 +312,10 @@ class FoodDelivery(DomainServer):
             raise invalid(f"courier {courier_id} works in {c['city']}, the order is in {o['city']}.")
         if not c["available"]:
             raise conflict(f"courier {courier_id} is busy; use list_food_couriers with available_only=true.")
+        if o["courier_id"] and self.db.get("food_couriers", o["courier_id"]) is not None:
+            self.db.edit("food_couriers", o["courier_id"])["available"] = (
+                True  # the old courier is free again
+            )
         self.db.edit("food_couriers", courier_id)["available"] = False
         o = self.db.edit("food_orders", order_id)
         o["courier_id"] = courier_id

@@ -149,20 +149,21 @@ class Marketplace(DomainServer):
         status: Annotated[ListingStatus | None, Field(description="New status.")] = None,
     ) -> dict[str, Any]:
         """Change a listing's price, quantity or status (quantity 0 marks it sold_out)."""
-        self._listing(listing_id)
+        old = self._listing(listing_id)
         if price is None and quantity is None and status is None:
             raise invalid("give at least one of price, quantity, status.")
+        left = old["quantity"] if quantity is None else quantity
+        if status == "active" and left == 0:  # checked before any change: an error writes nothing
+            raise conflict(f"listing {listing_id} has quantity 0; set a quantity to reactivate it.")
         x = self.db.edit("market_listings", listing_id)
         if price is not None:
             x["price"] = round(price, 2)
         if quantity is not None:
             x["quantity"] = quantity
-            if quantity == 0:
-                x["status"] = "sold_out"
         if status is not None:
-            if status == "active" and x["quantity"] == 0:
-                raise conflict(f"listing {listing_id} has quantity 0; set a quantity to reactivate it.")
             x["status"] = status
+        elif quantity == 0:
+            x["status"] = "sold_out"
         return x
 
     @tool(destructive=True, idempotent=True)
