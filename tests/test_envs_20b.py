@@ -411,6 +411,47 @@ def test_writes_stay_in_their_episode():
     anyio.run(main)
 
 
+def test_failing_calls_write_nothing(w):
+    delivered = next(o for o in w["food_orders"].values() if o["status"] == "delivered")["id"]
+    sold_out = next(x for x in w["market_listings"].values() if x["quantity"] == 0)["id"]
+    completed = next(t for t in w["travel_trips"].values() if t["status"] == "completed")["id"]
+    bad = [
+        ("update_market_listing", {"listing_id": sold_out, "price": 5.0, "status": "active"}, "quantity 0"),
+        (
+            "create_retail_transfer",
+            {"from_store_id": "rs-001", "to_store_id": "rs-002", "product_id": "p-002", "quantity": 9999},
+            "holds only",
+        ),  # fmt: skip
+        ("cancel_food_order", {"order_id": delivered, "reason": "late"}, "only placed or preparing"),
+        (
+            "place_food_order",
+            {
+                "customer_id": "cu-001",
+                "restaurant_id": "rest-001",
+                "items": [{"menu_item_id": "menu-999", "qty": 1}],
+            },
+            "not found",
+        ),  # fmt: skip
+        ("book_travel_flight", {"trip_id": completed, "flight_id": "fl-001"}, "only planned or approved"),
+        ("update_travel_trip", {"trip_id": completed, "status": "approved"}, "allowed next statuses"),
+        (
+            "update_maps_place_hours",
+            {"place_id": "pl-001", "opens": "18:00", "closes": "09:00"},
+            "must be after",
+        ),
+        ("list_retail_transfers", {"start_date": "yesterday"}, "YYYY-MM-DD"),
+    ]
+
+    async def main():
+        async with open_episode(servers=SERVERS, seed=SEED) as tb:
+            for name, args, words in bad:
+                r = await tb.call_tool(name, args)
+                assert not r.ok and words in r.text, (name, r.text)
+            assert tb.state_diff() == {}
+
+    anyio.run(main)
+
+
 def test_domain_worlds_are_deterministic_and_cross_referenced():
     a, b, c = generate_world(3), generate_world(3), generate_world(4)
     assert world_hash(a) == world_hash(b) != world_hash(c)
