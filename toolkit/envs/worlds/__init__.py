@@ -14,11 +14,16 @@ from random import Random
 from toolkit.envs.clock import World
 from toolkit.envs.worlds.banking import add_banking
 from toolkit.envs.worlds.budget import add_budget
+from toolkit.envs.worlds.food_delivery import add_food_delivery
 from toolkit.envs.worlds.iot_devices import add_iot_devices
 from toolkit.envs.worlds.issue_tracker import add_issue_tracker
+from toolkit.envs.worlds.maps import add_maps
+from toolkit.envs.worlds.marketplace import add_marketplace
 from toolkit.envs.worlds.payments import add_payments
+from toolkit.envs.worlds.retail_chain import add_retail_chain
 from toolkit.envs.worlds.social_media import add_social_media
 from toolkit.envs.worlds.trading import add_trading
+from toolkit.envs.worlds.travel_booking import add_travel_booking
 from toolkit.envs.worlds.vehicle import add_vehicle
 from toolkit.envs.worlds.video_meeting import add_video_meeting
 
@@ -33,4 +38,9 @@ DOMAIN_BUILDERS: list[Callable[[World, Random], None]] = [
     add_trading,
     add_payments,
     add_budget,
+    add_marketplace,
+    add_retail_chain,
+    add_food_delivery,
+    add_travel_booking,
+    add_maps,
 ]
