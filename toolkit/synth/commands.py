@@ -2,6 +2,7 @@
 
 mcp-rl synth --n 2000 --n-eval 300 --seed 0 --out data/tasks      tasks + summary
 mcp-rl synth --preset cpu --n 200 --seed 1 --out runs/tasks-cpu   short tasks for the CPU demo
+mcp-rl synth --preset prove --n 300 --out runs/tasks-prove          PROVE's mix (docs/prove.md)
 mcp-rl synth graph [--server helpdesk] [--json]                   the dependency graph
 """
 
@@ -28,7 +29,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--out", type=Path, default=None, help="output folder: train.jsonl, eval.jsonl, summary.json"
     )
-    p.add_argument("--preset", default="default", help="difficulty preset: cpu | default | hard")
+    p.add_argument(
+        "--preset",
+        default="default",
+        help="preset: cpu | default | hard | prove (PROVE's mix, docs/prove.md)",
+    )
     p.add_argument("--min-calls", type=int, default=None, help="shortest gold chain")
     p.add_argument("--max-calls", type=int, default=None, help="longest gold chain")
     p.add_argument("--min-distractors", type=int, default=None)
@@ -120,6 +125,12 @@ def format_summary(summary: dict[str, Any], timings: dict[str, float] | None = N
                 lines.append(
                     f"  {key.replace('_', ' ')}: " + ", ".join(f"{k} {v}" for k, v in s[key].items())
                 )
+        if s.get("prove_mix"):
+            mix = s["prove_mix"]
+            lines.append(
+                f"  PROVE mix: {s['tasks']} of a pool of {mix['pool']} ({mix['near_duplicate_call_sets']} "
+                f"near-duplicate call sets dropped), realised: " + json.dumps(mix["realised"])
+            )
         lines.append(
             f"  mean tools enabled {s['mean_tools_enabled']}, mean prompt {s['mean_prompt_chars']} chars, "
             f"essential share {s['essential_share']}"
