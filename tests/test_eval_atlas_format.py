@@ -147,3 +147,13 @@ def test_claims_not_made_are_not_fulfilled():
     with StandInJudge() as judge:
         res = AtlasReward(grader="judge", judge=judge.judge_config())(task, empty)
     assert res.score == 0.0 and res.breakdown["pass@0.75"] == 0.0
+
+
+def test_external_server_options(tmp_path):
+    from toolkit.eval.atlas_tasks import parse_externals
+
+    servers = parse_externals(["time=mcp-server-time --local-timezone UTC"])
+    ext = servers["time"](tmp_path)
+    assert ext.name == "time" and ext.command == ["mcp-server-time", "--local-timezone", "UTC"]
+    with pytest.raises(ValueError, match="NAME=COMMAND"):
+        parse_externals(["time"])

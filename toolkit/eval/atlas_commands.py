@@ -28,6 +28,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--policy", default="gold", help="gold, a model name, openai:<model>@<url> or vllm:<model>"
     )
     p.add_argument("--npm-dir", default=".cache/npm/node_modules", help="where the npm MCP servers are")
+    p.add_argument(
+        "--external",
+        action="append",
+        default=[],
+        metavar="NAME=COMMAND",
+        help="another stdio MCP server, e.g. time='mcp-server-time' (repeatable; started per episode)",
+    )
     p.add_argument("--limit", type=int, default=None, help="only the first N records")
     p.add_argument("--max-turns", type=int, default=10, help="model turns per episode")
     p.add_argument("--standin-judge", action="store_true", help="the deterministic stand-in judge (no LLM)")
@@ -70,6 +77,7 @@ def _run(args: argparse.Namespace) -> int:
         discover_tools,
         episode_opener,
         npm_servers,
+        parse_externals,
         read_atlas_tasks,
         summarize,
         to_kit_task,
@@ -78,7 +86,7 @@ def _run(args: argparse.Namespace) -> int:
     from toolkit.rewards.atlas import AtlasReward
 
     records = read_atlas_tasks(args.tasks)[: args.limit]  # a bad record stops here, before any work
-    externals = npm_servers(args.npm_dir)
+    externals = npm_servers(args.npm_dir) | parse_externals(args.external)
     tool_servers = discover_tools(externals)
     tasks, skipped = [], {}
     for rec in records:

@@ -220,6 +220,23 @@ def npm_servers(npm_dir: str | Path) -> dict[str, Callable[[Path], Any]]:
     return out
 
 
+def parse_externals(specs: Sequence[str]) -> dict[str, Callable[[Path], Any]]:
+    """``NAME=COMMAND`` options as server factories (each episode starts the command in a fresh
+    scratch folder)."""
+    import shlex
+
+    from toolkit.envs.external import ExternalServer
+
+    out: dict[str, Callable[[Path], Any]] = {}
+    for spec in specs:
+        raw, sep, command = spec.partition("=")
+        name, argv = raw.strip(), shlex.split(command)
+        if not sep or not name or not argv:
+            raise ValueError(f"--external {spec!r}: expected NAME=COMMAND, e.g. time='mcp-server-time'")
+        out[name] = lambda d, n=name, a=argv: ExternalServer(n, command=a, cwd=str(d))
+    return out
+
+
 def discover_tools(externals: Mapping[str, Callable[[Path], Any]]) -> dict[str, str]:
     """``{tool: server}`` for the kit's domain servers and each external server (started once to list
     its tools)."""
