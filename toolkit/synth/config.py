@@ -60,7 +60,10 @@ class SynthConfig:
     paraphrase_base_url: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        if out["mix"] is None:  # unset: summaries of data made before the field stay byte-identical
+            del out["mix"]
+        return out
 
 
 # Difficulty presets: overrides applied on top of SynthConfig defaults.
