@@ -69,3 +69,17 @@ def test_strip_enums_removes_every_enum_list():
     out = strip_enums(schema)
     assert out["properties"]["tier"]["anyOf"][0] == {"type": "string"}
     assert out["$defs"]["Team"] == {"type": "string"} and "enum" in schema["$defs"]["Team"]
+
+
+def test_the_agent_loop_hides_enum_lists_on_marked_tasks():
+    from toolkit.agent.loop import RolloutConfig, rollout
+    from toolkit.agent.policies import GoldPolicy
+    from toolkit.synth.prove_mix import has_enum
+
+    def shown(strip):
+        task = Task("e", "eval", "Change a tier.", ["crm"], ["update_company"], 0)
+        task.metadata["strip_enums"] = strip
+        traj = rollout([task], GoldPolicy(), RolloutConfig(max_turns=2))[0]
+        return [t for t in traj.metadata["tools"] if t["function"]["name"] == "update_company"][0]
+
+    assert has_enum(shown(False)) and not has_enum(shown(True))
