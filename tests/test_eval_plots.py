@@ -126,6 +126,13 @@ def test_reference_numbers_cite_their_sources():
     )
     assert (by_id["bespoke-bfcl-mt-base"]["before"], by_id["bespoke-bfcl-mt-base"]["after"]) == (55.0, 78.0)
     assert by_id["prove-bfcl-mt-delta"]["delta"] == 10.2
+    # PROVE, arXiv 2606.03892, Table 3: BFCL multi-turn overall, before -> after, per model
+    table3 = {"qwen3-4b": (18.8, 29.0), "qwen3-8b": (26.0, 26.9), "qwen2.5-7b": (13.1, 16.8)}
+    table3["granite-4.1-8b"] = (33.4, 33.5)
+    for model, pair in table3.items():
+        e = by_id[f"prove-bfcl-mt-{model}"]
+        assert (e["before"], e["after"]) == pair and e["verified"] and "Table 3" in e["cite"]
+    assert all(e["verified"] for e in entries if e["id"].startswith("prove"))
     assert all(e["source"] for e in entries)
     assert plots.REFERENCE_FILE == DATA_DIR / "reference_results.json"
 
@@ -134,7 +141,7 @@ def test_verified_reference_quotes_appear_in_the_write_ups():
     ref_dir = REPO_ROOT.parent / "shared" / "reference"
     if not ref_dir.is_dir():
         pytest.skip(f"{ref_dir} not present (the write-ups live beside the repository)")
-    texts = {p.name: p.read_text(encoding="utf-8") for p in ref_dir.glob("*.txt")}
+    texts = {p.name: p.read_text(encoding="utf-8") for p in [*ref_dir.glob("*.txt"), *ref_dir.glob("*.md")]}
     for e in plots.load_reference():
         if not e["verified"]:
             continue

@@ -1,4 +1,4 @@
-"""PROVE, graduated and ToolRL rewards against hand-computed values on the example tasks.
+"""The kit's PROVE variant (prove-kit), graduated and ToolRL rewards against hand-computed values on the example tasks.
 
 Helpdesk task: gold = search_tickets(tag) -> get_ticket(48) [dep 0] -> get_user(7) [dep 1],
 update_ticket(48, closed) [dep 1]; n_gold = 4, so PROVE's budget B = 4 + ceil(4 * 0.5) = 6.
@@ -11,7 +11,7 @@ import pytest
 from toolkit.records import CallRecord, Trajectory
 from toolkit.rewards import get_reward
 from toolkit.rewards.examples import TOOL_SCHEMAS, abstain_task, count_task, example_gold, helpdesk_task
-from toolkit.rewards.prove import ProveReward
+from toolkit.rewards.prove_kit import ProveKitReward as ProveReward
 from toolkit.rewards.toolrl import multiset_jaccard
 
 PROVE = ProveReward(tool_schemas=TOOL_SCHEMAS)

@@ -18,6 +18,7 @@ COMMAND_MODULES = (
     "toolkit.rewards.commands",  # score
     "toolkit.train.commands",  # train
     "toolkit.eval.commands",  # eval, plot
+    "toolkit.eval.atlas_commands",  # atlas
     "toolkit.notebooks",  # notebooks
 )
 

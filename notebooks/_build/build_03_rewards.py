@@ -20,7 +20,8 @@ The rewards (all pure functions `(task, trajectory) -> RewardResult(score, break
 | `rubric` | fraction of the task's *essential* rubric items passed (programmatic grader) | [0, 1] | Scale, MCP Tool Use |
 | `rubric-judge` | the same, items graded by an LLM judge from their text | [0, 1] | Scale (Claude Sonnet 4.5 as judge) |
 | `atlas` | MCP-Atlas claim coverage: fulfilled 1 / partial 0.5 / not 0, with pass@0.50 and pass@0.75 | [0, 1] | MCP Atlas |
-| `prove` | validity, dependency-aware coverage, efficiency penalty, tool-name precision, argument match, abstention | (-inf, 1] | PROVE (IBM) |
+| `prove` | as published: 0.5 validity + 0.5 coverage (order as a factor) + 0.15 efficiency + 0.2 tool-name precision + 0.1 argument match; abstention 1 or 0 | (-inf, 1.3] | PROVE, arXiv 2606.03892 |
+| `prove-kit` | the kit's normalised PROVE variant (the cpu-demo recipe's; docs/prove.md) | (-inf, 1] | kit |
 | `graduated` | atomic validity (name, then keys and types, then values) + orchestration consistency | [0, 1] | ToolOrchestrationReward |
 | `toolrl` | format {0, 1} + correctness [-3, 3] | [-3, 4] | ToolRL |
 | `bfcl` | BFCL's official multi-turn state + response check (BFCL tasks only) | {0, 1} | Bespoke Labs recipe |

@@ -79,7 +79,7 @@ The kit ships each write-up's recipe as a documented YAML file (every knob with 
 - **PROVE** (IBM): a judge-free programmatic reward (call validity, dependency-aware coverage, efficiency,
   tool precision, argument match), KL 0.01, 16 generations per task, batch 16.
 - **cpu-demo**: the embedded 135M model on a 2-core CPU: short tasks, bf16, batched episodes, warm start,
-  rubric reward plus half of PROVE's (ties broken; calls beyond the gold count cost), GRPO on lookup
+  rubric reward plus half of the kit's PROVE variant, prove-kit (ties broken; extra calls cost), GRPO on lookup
   and chain tasks only (the warm-started model never gets a write right, so write groups tie).
 
 With LoRA, TRL keeps the reference model as a frozen copy of the starting adapter; the kit refreshes

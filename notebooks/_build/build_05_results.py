@@ -155,8 +155,9 @@ What the three write-ups report (sources and quotes in `data/reference_results.j
   pass@0.50 15.8% -> 31.9%, pass@0.75 7.7% -> 17.3%.
 - Bespoke Labs, a held-out half of 200 BFCL v3 multi-turn-base questions, Qwen2.5-7B-Instruct with a
   binary BFCL reward: 55% -> 78%.
-- PROVE, BFCL Multi-Turn: gains of up to +10.2 points over four models. A per-model figure (Qwen3-4B
-  18.8 -> 29.0) appears in the brief but not in the write-ups kept with the kit, so it is marked unverified.
+- PROVE (arXiv 2606.03892, Table 3), BFCL multi-turn overall: Qwen3-4B 18.8 -> 29.0 (+10.2, the headline
+  gain), Qwen3-8B 26.0 -> 26.9, Qwen2.5-7B 13.1 -> 16.8, Granite-4.1-8B 33.4 -> 33.5; tau2-bench average
+  +3.6, +3.5, +6.8, +6.4 points.
 
 These are different models, benchmarks and budgets from a 135M model on a CPU: compare the *direction*
 and the *shape* (pass@0.75 gaining more, relatively, than coverage; finish rate rising), not the levels.""")

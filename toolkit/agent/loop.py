@@ -24,13 +24,13 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from toolkit.agent.chat import ChatFormat, clean_text
 from toolkit.agent.parsing import ParsedCall, normalize_call, parse_turn
 from toolkit.agent.policies import Generation, GenerationRequest, Policy
-from toolkit.agent.schema import check_arguments
+from toolkit.agent.schema import check_arguments, strip_enums
 from toolkit.records import FINISH_TOOL, CallRecord, Task, Trajectory
 from toolkit.toolbox import Toolbox, ToolSpec
 
@@ -310,6 +310,10 @@ class _Episode:
         later = _later_tools(task)
         hidden = {name for names in later.values() for name in names}
         self.visible = {name: specs[name] for name in enabled if name not in hidden}
+        if task.metadata.get("strip_enums"):  # a PROVE schema variant: no enum lists shown or checked
+            self.visible = {
+                n: replace(s, input_schema=strip_enums(s.input_schema)) for n, s in self.visible.items()
+            }
         if config.finish_tool:
             self.visible[FINISH_TOOL] = FINISH_SPEC
         self.initial_tools = self.shown_tools = self._tool_listing()

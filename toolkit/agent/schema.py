@@ -194,3 +194,13 @@ def compact_schema(schema: Any) -> Any:
             del out["anyOf"]
             out = {**kept[0], **out}
     return out
+
+
+def strip_enums(schema: Any) -> Any:
+    """The same JSON schema without its ``enum`` lists: the model must find the allowed values another
+    way (PROVE strips them from 30% of its schemas; ``toolkit.synth.prove_mix``)."""
+    if isinstance(schema, list):
+        return [strip_enums(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    return {k: strip_enums(v) for k, v in schema.items() if k != "enum"}

@@ -331,6 +331,9 @@ def plot_reference(
         f"{e['group'].split(':')[0]}: {e['delta']:+.1f} points on {e['benchmark']} ({e['model']})"
         for e in deltas
     )
+    cites = sorted({e["cite"] for e in load_reference(reference) if e.get("cite")})
+    if cites:  # the tables the per-model rows come from
+        notes = (notes + ". " if notes else "") + "Per-model rows: " + "; ".join(cites)
     if notes:
         fig.text(
             0.01,

@@ -9,7 +9,9 @@
 - ``answer``: the rubric over its essential ``answer_correctness`` items only, [0, 1].
 - ``finished``: 1 when the episode ended with a reply to the user, not at the turn or token cap, {0, 1}.
 - ``atlas``: MCP-Atlas claim coverage (fulfilled 1 / partial 0.5 / not 0), [0, 1], with pass@0.50/0.75.
-- ``prove``: PROVE's programmatic reward, (-inf, 1] (negative only through the efficiency penalty).
+- ``prove``: PROVE's programmatic reward as published (PROVE, arXiv 2606.03892), (-inf, 1.3] (negative
+  only through the efficiency term).
+- ``prove-kit``: the kit's normalised PROVE variant (the cpu-demo recipe's), (-inf, 1].
 - ``graduated``: atomic validity + orchestration consistency, [0, 1].
 - ``toolrl``: format {0, 1} + correctness [-3, 3], [-3, 4].
 - ``bfcl``: BFCL multi-turn state + response check, {0, 1} (``toolkit.rewards.bfcl``, loaded lazily).

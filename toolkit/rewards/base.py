@@ -104,6 +104,7 @@ REGISTRY: dict[str, str] = {
     "answer": "toolkit.rewards.rubric:answer_reward",
     "atlas": "toolkit.rewards.atlas:AtlasReward",
     "prove": "toolkit.rewards.prove:ProveReward",
+    "prove-kit": "toolkit.rewards.prove_kit:ProveKitReward",
     "finished": "toolkit.rewards.finished:FinishedReward",
     "graduated": "toolkit.rewards.graduated:GraduatedReward",
     "toolrl": "toolkit.rewards.toolrl:ToolRLReward",

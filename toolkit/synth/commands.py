@@ -4,6 +4,7 @@ mcp-rl synth --n 2000 --n-eval 300 --seed 0 --out data/tasks      tasks + summar
 mcp-rl synth --preset cpu --n 200 --seed 1 --out runs/tasks-cpu   short tasks for the CPU demo
 mcp-rl synth --preset long --n 100 --out runs/tasks-long         Scale-like tasks: 8-11 calls, paging, date windows
 mcp-rl synth --servers all --n 500 --out runs/tasks-all           every registered server, not only the core 11
+mcp-rl synth --preset prove --n 300 --out runs/tasks-prove          PROVE's mix (docs/prove.md)
 mcp-rl synth graph [--server helpdesk] [--json]                   the dependency graph
 """
 
@@ -134,6 +135,12 @@ def format_summary(summary: dict[str, Any], timings: dict[str, float] | None = N
                 lines.append(
                     f"  {key.replace('_', ' ')}: " + ", ".join(f"{k} {v}" for k, v in s[key].items())
                 )
+        if s.get("prove_mix"):
+            mix = s["prove_mix"]
+            lines.append(
+                f"  PROVE mix: {s['tasks']} of a pool of {mix['pool']} ({mix['near_duplicate_call_sets']} "
+                f"near-duplicate call sets dropped), realised: " + json.dumps(mix["realised"])
+            )
         lines.append(
             f"  mean tools enabled {s['mean_tools_enabled']}, mean prompt {s['mean_prompt_chars']} chars, "
             f"essential share {s['essential_share']}"

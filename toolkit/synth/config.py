@@ -30,7 +30,7 @@ CORE_SERVERS = (
 )
 # Fields added after data was first published: ``to_dict`` leaves them out while they keep their
 # default, so the summary of a config that does not use them stays byte-identical.
-LATER_FIELDS = ("server_set", "distractor_servers")
+LATER_FIELDS = ("server_set", "distractor_servers", "mix")
 
 
 @dataclass(frozen=True)
@@ -79,6 +79,8 @@ class SynthConfig:
     near_duplicate_jaccard: float = 0.9
     # Replay each gold trajectory on a fresh world and drop failures (never turn off for data you keep).
     validate: bool = True
+    # "prove": shape the validated tasks to PROVE's mix (toolkit.synth.prove_mix); None: as drawn.
+    mix: str | None = None
     # Optional paraphrase through an OpenAI-compatible endpoint (off unless a model is named).
     paraphrase_model: str | None = None
     paraphrase_base_url: str | None = None
@@ -111,6 +113,25 @@ PRESETS: dict[str, dict[str, Any]] = {
         },
     },
     "default": {},
+    # PROVE's mix (PROVE, arXiv 2606.03892; toolkit.synth.prove_mix): 60/20/20 complete /
+    # missing-required / minimal requests, 5% abstain, distractors (3-8, other servers) on 40% of tasks,
+    # enum lists stripped on 30%, near-duplicates by tool-call Jaccard >= 0.70 dropped. Chains of 1-5
+    # calls; the kind weights only shape the pool the mix selects from.
+    "prove": {
+        "mix": "prove",
+        "server_set": "all",  # PROVE samples its 20 servers; the kit's 25 are all in play
+        "min_calls": 1,
+        "max_calls": 5,
+        "kind_weights": {
+            "lookup": 2.0,
+            "aggregate": 1.5,
+            "write": 1.5,
+            "multi_part": 1.0,
+            "chain": 3.0,
+            "clarify": 1.5,
+            "abstain": 0.5,
+        },
+    },
     # Longer chains only, many distractors: the hard end of the range.
     "hard": {
         "min_calls": 3,
@@ -151,6 +172,8 @@ def make_config(preset: str = "default", **overrides: Any) -> SynthConfig:
         raise ValueError("need distractor_servers >= 0")
     if not config.server_set.strip(", "):
         raise ValueError("server_set is empty: use core, all, or a comma-separated list of servers")
+    if config.mix not in (None, "prove"):
+        raise ValueError(f"unknown synth mix {config.mix!r}; known: prove")
     unknown = set(config.kind_weights) - set(KINDS)
     if unknown:
         raise ValueError(f"unknown task kind(s) {sorted(unknown)}; kinds are {KINDS}")

@@ -23,6 +23,7 @@ from toolkit.records import GoldCall, Task
 from toolkit.synth.base import Draft
 from toolkit.synth.config import CORE_SERVERS, KINDS, SynthConfig
 from toolkit.synth.dedup import NearDuplicateFilter, task_signature
+from toolkit.synth.prove_mix import apply_prove_mix, pool_size, realised_shares
 from toolkit.synth.replay import OpenEpisode, validate_tasks_in_one_episode_sync, validate_tasks_sync
 from toolkit.synth.rubric import build_rubric
 from toolkit.synth.templates import Ctx, Skip, Template, all_templates
@@ -222,9 +223,14 @@ def generate(
     bar = _progress_bar(config.n_train + config.n_eval, progress)
     for split, target in (("train", config.n_train), ("eval", config.n_eval)):
         t0 = time.perf_counter()
+        drawn = pool_size(target) if config.mix == "prove" else target
         tasks, stats = _generate_split(
-            split, target, config, usable, world_fn, specs, tool_names, frozenset(servers), replay, bar
+            split, drawn, config, usable, world_fn, specs, tool_names, frozenset(servers), replay, bar
         )
+        if config.mix == "prove":  # PROVE's proportions, distractors and schema variants
+            tasks, stats["prove_mix"] = apply_prove_mix(tasks, target, specs, f"{config.seed}/{split}")
+            stats["prove_mix"]["realised"] = realised_shares(tasks, specs)
+            stats["target"] = target
         for i, task in enumerate(tasks, start=1):
             task.id = f"{split}-s{config.seed}-{i:05d}"
         out[split] = tasks
