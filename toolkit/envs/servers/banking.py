@@ -18,7 +18,7 @@ from toolkit.envs.servers.base import (
     paginate,
     tool,
 )
-from toolkit.envs.servers.daywindow import check_month, check_window
+from toolkit.envs.servers.dates import check_month, check_window
 
 AccountId = Annotated[str, Field(description="Bank account id, e.g. 'ba-1001'.")]
 Amount = Annotated[float, Field(gt=0, le=1_000_000, description="Amount in USD (positive, 2 decimals).")]

@@ -9,7 +9,7 @@ from pydantic import Field
 
 from toolkit.envs.clock import TODAY
 from toolkit.envs.servers.base import Cursor, DomainServer, Limit, conflict, invalid, paginate, tool
-from toolkit.envs.servers.daywindow import check_day, check_month, check_window
+from toolkit.envs.servers.dates import check_day, check_month, check_window
 
 Team = Literal["support", "sales", "engineering", "finance"]
 Category = Literal["travel", "software", "hardware", "events", "training"]

@@ -9,7 +9,7 @@ from pydantic import Field
 
 from toolkit.envs.clock import NOW_ISO
 from toolkit.envs.servers.base import Cursor, DomainServer, Limit, conflict, invalid, matches, paginate, tool
-from toolkit.envs.servers.timeframe import Since, Until, Window
+from toolkit.envs.servers.dates import Since, Until, Window
 
 DeviceId = Annotated[str, Field(description="Device id, e.g. 'dev-001'.")]
 SiteId = Annotated[str, Field(description="Site id, e.g. 'site-berlin'.")]

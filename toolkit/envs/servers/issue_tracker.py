@@ -9,7 +9,7 @@ from pydantic import Field
 
 from toolkit.envs.clock import NOW_ISO
 from toolkit.envs.servers.base import Cursor, DomainServer, Limit, conflict, invalid, matches, paginate, tool
-from toolkit.envs.servers.timeframe import Since, Until, Window
+from toolkit.envs.servers.dates import Since, Until, Window
 
 IssueId = Annotated[str, Field(description="Issue key, e.g. 'WEB-3'.")]
 IssueStatus = Literal["backlog", "todo", "in_progress", "in_review", "done"]

@@ -9,7 +9,7 @@ from pydantic import Field
 
 from toolkit.envs.clock import NOW_ISO, TODAY
 from toolkit.envs.servers.base import Cursor, DomainServer, Limit, conflict, invalid, paginate, tool
-from toolkit.envs.servers.daywindow import check_day, check_window
+from toolkit.envs.servers.dates import check_day, check_window
 
 PaymentId = Annotated[str, Field(description="Payment id, e.g. 'pay-0004'.")]
 MethodId = Annotated[str, Field(description="Payment method id, e.g. 'pm-012'.")]

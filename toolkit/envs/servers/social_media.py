@@ -9,7 +9,7 @@ from pydantic import Field
 
 from toolkit.envs.clock import NOW, NOW_ISO
 from toolkit.envs.servers.base import Cursor, DomainServer, Limit, conflict, invalid, matches, paginate, tool
-from toolkit.envs.servers.timeframe import Since, Until, Window, parse_time
+from toolkit.envs.servers.dates import Since, Until, Window, parse_time
 
 ProfileId = Annotated[str, Field(description="Social profile id, e.g. 'sp-001'.")]
 PostId = Annotated[str, Field(description="Post id, e.g. 'post-001'.")]

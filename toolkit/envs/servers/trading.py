@@ -14,7 +14,7 @@ from pydantic import Field
 
 from toolkit.envs.clock import NOW_ISO, TODAY
 from toolkit.envs.servers.base import Cursor, DomainServer, Limit, conflict, invalid, paginate, tool
-from toolkit.envs.servers.daywindow import check_window
+from toolkit.envs.servers.dates import check_window
 
 Symbol = Annotated[str, Field(description="Ticker symbol, e.g. 'ACMR'.")]
 OrderId = Annotated[str, Field(description="Trade order id, e.g. 'tord-004'.")]

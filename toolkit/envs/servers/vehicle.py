@@ -9,7 +9,7 @@ from pydantic import Field
 
 from toolkit.envs.clock import NOW_ISO, TODAY, iso
 from toolkit.envs.servers.base import Cursor, DomainServer, Limit, conflict, invalid, paginate, tool
-from toolkit.envs.servers.timeframe import Since, Until, Window, parse_day
+from toolkit.envs.servers.dates import Since, Until, Window, parse_day
 
 VehicleId = Annotated[str, Field(description="Vehicle id, e.g. 'veh-001'.")]
 StaffId = Annotated[str, Field(description="Staff id, e.g. 'st-001'.")]

@@ -11,7 +11,7 @@ from pydantic import Field
 
 from toolkit.envs.clock import NOW
 from toolkit.envs.servers.base import Cursor, DomainServer, Limit, conflict, invalid, paginate, tool
-from toolkit.envs.servers.timeframe import Since, Until, Window, parse_time
+from toolkit.envs.servers.dates import Since, Until, Window, parse_time
 
 MeetingId = Annotated[str, Field(description="Meeting id, e.g. 'vm-001'.")]
 StaffId = Annotated[str, Field(description="Staff id, e.g. 'st-001'.")]
