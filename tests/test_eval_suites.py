@@ -259,7 +259,7 @@ def test_model_policy_with_adapter_runs_and_records_its_config(tmp_path):
     _needs_agent_loop()
     from peft import LoraConfig, get_peft_model
 
-    from toolkit.train.models import load_policy
+    from toolkit.models import load_policy
 
     model, _ = load_policy("tiny-random")
     adapter = tmp_path / "adapter"

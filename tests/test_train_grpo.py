@@ -125,8 +125,8 @@ def test_evaluate_compares_the_warm_start_and_grpo_on_held_out_tasks(tmp_path):
 def test_rollout_func_returns_env_mask_and_trajectories(tmp_path):
     """The rollout output TRL receives: tool-output tokens are masked, one sample per prompt."""
     from toolkit.agent.loop import RolloutConfig
+    from toolkit.models import load_policy
     from toolkit.records import Task, read_jsonl
-    from toolkit.train.models import load_policy
     from toolkit.train.rollout import make_rollout_func
 
     model, tok = load_policy("tiny-random")

@@ -18,6 +18,6 @@ RUNS_DIR = REPO_ROOT / "runs"
 
 def cache_dir() -> Path:
     """The kit's cache (converted model checkpoints): $MCP_RL_CACHE or ~/.cache/mcp-rl-kit."""
-    path = Path(os.environ.get("MCP_RL_CACHE", Path.home() / ".cache" / "mcp-rl-kit"))
+    path = Path(os.environ.get("MCP_RL_CACHE") or Path.home() / ".cache" / "mcp-rl-kit")
     path.mkdir(parents=True, exist_ok=True)
     return path

@@ -108,7 +108,7 @@ user request, tool results). The spans in `[[ ... ]]` are the assistant's tokens
 SFT loss. Tool outputs come from the environment, so the model is never trained to produce them."""
     ),
     code(
-        """from toolkit.train.models import load_tokenizer
+        """from toolkit.models import load_tokenizer
 from toolkit.train.pipeline import resolve_task_files, load_train_tasks
 from toolkit.train.sft import gold_trajectories, masked_preview, sft_rows
 

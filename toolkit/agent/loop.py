@@ -93,7 +93,7 @@ class RolloutConfig:
     tokens is wasted compute when prompt lengths vary; smaller calls decode less efficiently."""
     compact_schemas: bool = False
     """Show the model compacted tool schemas (no titles, ``Optional[X]`` as X, no null defaults; see
-    ``toolkit.agent.schema.compact_schema``): the cpu-demo prompts went from 786 to 660 tokens on
+    ``toolkit.toolbox.compact_schema``): the cpu-demo prompts went from 786 to 660 tokens on
     average, which matters where prefill dominates (small models on a CPU). Arguments are still validated against
     the full schema."""
     seed: int | None = None

@@ -11,7 +11,7 @@ server, the gold replay) have ``tokenizer = None`` and see the chat messages and
 - ``openai:<model>@<base_url>``: any OpenAI-compatible chat server (vLLM serve, llama.cpp, hosted);
 - ``vllm:<model>`` / ``unsloth:<model>``: GPU backends (import-guarded);
 - ``hf:<name>`` or a bare name (``tiny-random``, ``smollm2-135m``, a Hugging Face id or a folder):
-  ``toolkit.train.models.load_policy`` + transformers ``generate`` on CPU or GPU.
+  ``toolkit.models.load_policy`` + transformers ``generate`` on CPU or GPU.
 """
 
 from __future__ import annotations
@@ -434,7 +434,7 @@ def make_policy(spec: str, *, adapter: str | None = None, dtype: Any = None) -> 
         model, tokenizer = FastLanguageModel.from_pretrained(spec[len("unsloth:") :], fast_inference=True)
         return UnslothPolicy(model, tokenizer, lora_path=adapter)
     name = spec[len("hf:") :] if spec.startswith("hf:") else spec
-    from toolkit.train.models import load_policy
+    from toolkit.models import load_policy
 
     model, tokenizer = load_policy(name, adapter=adapter, dtype=dtype)
     return TransformersPolicy(model, tokenizer, name=name + (f"+{adapter}" if adapter else ""))

@@ -160,37 +160,3 @@ def _describe(error: Any) -> str:
 
 
 # ---- what the model reads ------------------------------------------------------------------------
-
-_MAPS_OF_SCHEMAS = ("properties", "patternProperties", "$defs", "definitions")
-
-
-def compact_schema(schema: Any) -> Any:
-    """The same JSON schema with less to read: no ``title`` annotations, ``Optional[X]``'s
-    ``anyOf: [X, {"type": "null"}]`` written as X, no ``"default": null``.
-
-    Pydantic-generated schemas (the MCP SDK's FastMCP tools) spend many of their tokens on these (the
-    cpu-demo prompts: 786 -> 660 tokens on average), and on a small model every prompt token costs
-    prefill on every turn. Only what the model reads is
-    compacted: arguments are still validated against the server's full schema. An optional argument
-    stays optional (it is not in ``required``), so leaving it out means null as before."""
-    if isinstance(schema, list):
-        return [compact_schema(s) for s in schema]
-    if not isinstance(schema, dict):
-        return schema
-    out: dict[str, Any] = {}
-    for key, value in schema.items():
-        if key == "title" and isinstance(value, str):
-            continue
-        if key == "default" and value is None:
-            continue
-        if key in _MAPS_OF_SCHEMAS and isinstance(value, dict):
-            out[key] = {name: compact_schema(sub) for name, sub in value.items()}  # names kept
-        else:
-            out[key] = compact_schema(value)
-    options = out.get("anyOf")
-    if isinstance(options, list):
-        kept = [o for o in options if o != {"type": "null"}]
-        if len(kept) == 1 and len(options) == 2 and isinstance(kept[0], dict):
-            del out["anyOf"]
-            out = {**kept[0], **out}
-    return out
