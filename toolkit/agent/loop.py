@@ -22,7 +22,6 @@ import json
 import sys
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any
@@ -31,6 +30,7 @@ from toolkit.agent.chat import ChatFormat, clean_text
 from toolkit.agent.parsing import ParsedCall, normalize_call, parse_turn
 from toolkit.agent.policies import Generation, GenerationRequest, Policy
 from toolkit.agent.schema import check_arguments
+from toolkit.aio import run_sync
 from toolkit.records import FINISH_TOOL, CallRecord, Task, Trajectory
 from toolkit.toolbox import Toolbox, ToolSpec
 
@@ -675,13 +675,9 @@ def rollout(
     stats: RolloutStats | None = None,
 ) -> list[Trajectory]:
     """Synchronous :func:`run_episodes`; works inside a running event loop (Jupyter) too."""
-    coro = run_episodes(tasks, policy, config, n=n, open_episode=open_episode, on_done=on_done, stats=stats)
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coro)
-    with ThreadPoolExecutor(max_workers=1) as pool:  # a notebook's loop is running: use our own
-        return pool.submit(asyncio.run, coro).result()
+    return run_sync(
+        run_episodes(tasks, policy, config, n=n, open_episode=open_episode, on_done=on_done, stats=stats)
+    )
 
 
 def trl_rollout_fields(trajectories: Sequence[Trajectory]) -> dict[str, list]:

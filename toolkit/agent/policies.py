@@ -24,6 +24,7 @@ from typing import Any, Literal, Protocol
 
 from toolkit.agent.parsing import format_call
 from toolkit.records import FINISH_TOOL, Task
+from toolkit.rewards.perturb import gold_answer
 
 
 @dataclass
@@ -381,23 +382,6 @@ class GoldPolicy:
         if last_turn and any(t["function"]["name"] == FINISH_TOOL for t in req.tools):
             return Generation(text=format_call(FINISH_TOOL, {"answer": answer}))
         return Generation(text=answer)
-
-
-def gold_answer(task: Task) -> str:
-    """The final answer the gold policy gives: every expected answer value, labelled."""
-    if any(item.check.get("type") == "clarification" for item in task.rubric):
-        return "Could you tell me the missing details so I can complete this request?"
-    if not task.answers:
-        return "Done."
-    return "; ".join(f"{key}: {_answer_text(value)}" for key, value in task.answers.items())
-
-
-def _answer_text(value: Any) -> str:
-    if isinstance(value, list | tuple):
-        return ", ".join(_answer_text(v) for v in value)
-    if isinstance(value, dict):
-        return ", ".join(f"{k}: {_answer_text(v)}" for k, v in value.items())
-    return str(value)
 
 
 def _calls_in_current_user_turn(messages: list[dict[str, Any]]) -> int:
