@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 from toolkit.paths import DATA_DIR
 from toolkit.records import Task, read_jsonl
 from toolkit.synth.config import make_config
@@ -44,10 +42,9 @@ def test_sample_sizes_and_split_separation():
 
 
 def test_gold_policy_scores_full_marks_on_the_sample():
-    pytest.importorskip("toolkit.agent.loop")
-    rubric = pytest.importorskip("toolkit.rewards.rubric")
     from toolkit.agent.loop import rollout
     from toolkit.agent.policies import make_policy
+    from toolkit.rewards import rubric
 
     tasks = read_jsonl(SAMPLE / "train.jsonl", Task)[:24] + read_jsonl(SAMPLE / "eval.jsonl", Task)[:12]
     results = rubric.RubricReward().batch(tasks, rollout(tasks, make_policy("gold")))

@@ -61,11 +61,16 @@ class Suite:
         path = Path(tasks_file or KIT_EVAL_TASKS)
         if not path.exists():
             raise FileNotFoundError(f"{path}: no held-out tasks; generate them with `mcp-rl synth`")
-        tasks = [t for t in read_jsonl(path, Task) if t.split == "eval"] or read_jsonl(path, Task)
+        every = read_jsonl(path, Task)
+        tasks = [t for t in every if t.split == "eval"]
+        if not tasks:  # evaluating on training tasks would report memorisation as skill
+            splits = sorted({t.split for t in every})
+            raise ValueError(
+                f"{path}: no held-out tasks (split 'eval'); the file has {len(every)} task(s) with split(s) "
+                f"{splits or 'none'}. Generate held-out tasks with `mcp-rl synth --n-eval N`."
+            )
         return tasks[:limit] if limit is not None else tasks
 
-
-BFCL_LOOP_DEFAULTS = (("max_context_tokens", 8192),)  # SmolLM2 and Qwen2.5 take 8k+ contexts
 
 BFCL_LOOP_DEFAULTS = (("max_context_tokens", 8192),)  # SmolLM2 and Qwen2.5 take 8k+ contexts
 
