@@ -678,14 +678,3 @@ def rollout(
     return run_sync(
         run_episodes(tasks, policy, config, n=n, open_episode=open_episode, on_done=on_done, stats=stats)
     )
-
-
-def trl_rollout_fields(trajectories: Sequence[Trajectory]) -> dict[str, list]:
-    """The fields TRL's ``GRPOTrainer(rollout_func=...)`` expects, from token-level trajectories:
-    prompt_ids, completion_ids, logprobs and env_mask (1 = model token)."""
-    return {
-        "prompt_ids": [t.prompt_ids for t in trajectories],
-        "completion_ids": [t.completion_ids for t in trajectories],
-        "logprobs": [t.logprobs for t in trajectories],
-        "env_mask": [t.completion_mask for t in trajectories],
-    }

@@ -1,6 +1,6 @@
 """`mcp-rl synth`: generate validated tasks, or print the tool dependency graph.
 
-mcp-rl synth --n 2000 --n-eval 300 --seed 0 --out data/tasks      tasks + summary
+mcp-rl synth --n 2000 --n-eval 300 --seed 0 --out toolkit/data/tasks      tasks + summary
 mcp-rl synth --preset cpu --n 200 --seed 1 --out runs/tasks-cpu   short tasks for the CPU demo
 mcp-rl synth graph [--server helpdesk] [--json]                   the dependency graph
 """
