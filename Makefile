@@ -29,8 +29,8 @@ $(STAMP): pyproject.toml Makefile
 demo: setup
 	$(BIN)/mcp-rl notebooks run
 
-# Unit tests, CPU integration tests and the notebooks in smoke mode.
-test: setup
+# Lint, then unit tests, CPU integration tests and the notebooks in smoke mode (CI runs this).
+test: lint
 	$(BIN)/pytest -q
 
 test-fast: setup
@@ -41,7 +41,7 @@ notebooks: setup
 
 lint: setup
 	$(BIN)/ruff check .
-	$(BIN)/ruff format --check toolkit tests bench
+	$(BIN)/ruff format --check .
 
 bench: setup
 	$(BIN)/python -m bench.run_all
