@@ -208,9 +208,9 @@ else:
 # A few GRPO steps on 30 tasks (above) show the machinery, not learning: the confidence intervals are
 # wider than any change such a short run can make. `make reproduce-cpu` runs the `cpu-demo` recipe at its
 # own budgets (about 58 minutes on 2 cores) and writes `runs/cpu-demo`; when that folder exists, its curves
-# and its paired comparison (SFT-only vs SFT + GRPO, 200 held-out tasks) are shown here. Measured in the
-# README's CPU-proof section: pass@0.75 0.06 -> 0.10, +0.04 [+0.010, +0.075], outside the paired CI, in
-# 57.9 minutes.
+# and its paired comparison (SFT-only vs SFT + GRPO, 200 held-out tasks) are shown here. Measured (README,
+# "The CPU proof"; every run in docs/cpu-proof/README.md): pass@0.75 0.06 -> 0.10, +0.04 [+0.010, +0.075],
+# outside the paired CI, in 57.9 minutes.
 
 # %%
 proof = Path(PROOF_RUN)
