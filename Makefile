@@ -7,7 +7,7 @@ NPM_DIR := .cache/npm
 # The two third-party MCP servers the tests use through the external-server path.
 NPM_SERVERS := @modelcontextprotocol/server-memory@2026.8.31 @modelcontextprotocol/server-filesystem@2026.8.31
 
-.PHONY: setup demo test test-fast notebooks lint bench reproduce-cpu clean
+.PHONY: setup demo test test-fast notebooks docs-notebooks lint bench reproduce-cpu clean
 
 setup: $(STAMP)
 
@@ -29,8 +29,8 @@ $(STAMP): pyproject.toml Makefile
 demo: setup
 	$(BIN)/mcp-rl notebooks run
 
-# Unit tests, CPU integration tests and the notebooks in smoke mode.
-test: setup
+# Lint, then unit tests, CPU integration tests and the notebooks in smoke mode (CI runs this).
+test: lint
 	$(BIN)/pytest -q
 
 test-fast: setup
@@ -39,9 +39,16 @@ test-fast: setup
 notebooks: setup
 	$(BIN)/mcp-rl notebooks run --smoke
 
+# Executed copies with outputs (tables, figures) for readers on GitHub or Colab: a full `make demo` run
+# (about 30 minutes on 2 cores), then copied to docs/notebooks/. `publish` refuses smoke runs, so CI's
+# `make notebooks` / `make test` (build/notebooks-smoke) never writes over them.
+docs-notebooks: setup
+	$(BIN)/mcp-rl notebooks run --out build/notebooks
+	$(BIN)/mcp-rl notebooks publish build/notebooks
+
 lint: setup
 	$(BIN)/ruff check .
-	$(BIN)/ruff format --check toolkit tests bench
+	$(BIN)/ruff format --check .
 
 bench: setup
 	$(BIN)/python -m bench.run_all

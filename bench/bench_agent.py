@@ -241,7 +241,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
-    from toolkit.train.models import load_policy
+    from toolkit.models import load_policy
 
     torch.manual_seed(0)
     model, tokenizer = load_policy(args.model, dtype=args.dtype)

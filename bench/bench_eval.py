@@ -35,8 +35,8 @@ def run(args: argparse.Namespace) -> dict:
     """Time every variant in ``args.variants`` on the run's first ``args.limit`` held-out tasks."""
     from toolkit.agent.loop import RolloutStats, rollout
     from toolkit.agent.policies import TransformersPolicy
+    from toolkit.models import load_policy
     from toolkit.train.config import load_recipe
-    from toolkit.train.models import load_policy
     from toolkit.train.pipeline import read_tasks, resolve_task_files
 
     run_dir = Path(args.run)

@@ -84,8 +84,8 @@ def run_variant(variant: str, args: argparse.Namespace) -> dict:
     from toolkit.agent.chat import ChatFormat
     from toolkit.agent.loop import RolloutConfig, default_system_prompt, rollout
     from toolkit.agent.policies import GoldPolicy
+    from toolkit.models import load_policy
     from toolkit.records import Task, read_jsonl
-    from toolkit.train.models import load_policy
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)

@@ -21,7 +21,7 @@ TOOLS = ["add", "save_note", "dump", "fail", "slow"]
 
 @pytest.fixture(scope="module")
 def tok():
-    from toolkit.train.models import load_tokenizer
+    from toolkit.models import load_tokenizer
 
     return load_tokenizer("tiny-random")
 
@@ -412,7 +412,7 @@ def test_an_episode_timeout_is_counted_as_timeout_not_tool_error(tok):
 def test_compact_schemas_shorten_what_the_model_reads_not_what_is_validated(tok):
     from pydantic import BaseModel
 
-    from toolkit.agent.schema import compact_schema
+    from toolkit.toolbox import compact_schema
 
     class Args(BaseModel):
         title: str  # a property *named* title stays

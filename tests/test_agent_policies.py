@@ -22,7 +22,7 @@ from toolkit.records import Task
 
 @pytest.fixture(scope="module")
 def tiny():
-    from toolkit.train.models import load_policy
+    from toolkit.models import load_policy
 
     model, tokenizer = load_policy("tiny-random")
     return TransformersPolicy(model, tokenizer, name="tiny-random")

@@ -137,6 +137,23 @@ def test_reference_numbers_cite_their_sources():
     assert plots.REFERENCE_FILE == DATA_DIR / "reference_results.json"
 
 
+def test_verified_reference_numbers_are_the_ones_their_quotes_state():
+    """Runs in any clone: a verified entry's numbers are read off its quoted line, so a typo in a value
+    (or a quote pasted for the wrong entry) fails here."""
+    import re
+
+    def spellings(value: float) -> set[str]:
+        return {f"{value:g}", f"{value:.1f}"}  # 55.0 -> "55" or "55.0", as the write-ups print them
+
+    verified = [e for e in plots.load_reference() if e["verified"]]
+    assert verified
+    for e in verified:
+        numbers = set(re.findall(r"\d+(?:\.\d+)?", e["quote"]))
+        for key in ("before", "after", "delta"):
+            if e.get(key) is not None:
+                assert spellings(e[key]) & numbers, (e["id"], key, e[key], e["quote"])
+
+
 def test_verified_reference_quotes_appear_in_the_write_ups():
     ref_dir = REPO_ROOT.parent / "shared" / "reference"
     if not ref_dir.is_dir():

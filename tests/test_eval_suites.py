@@ -156,6 +156,18 @@ def test_bad_suite_and_bad_rollout(tmp_path):
         suites.get_suite("kit-eval").load_tasks(tasks_file=tmp_path / "missing.jsonl")
 
 
+def test_a_tasks_file_without_held_out_tasks_is_an_error_not_a_train_set_eval(tmp_path):
+    from toolkit.records import write_jsonl
+
+    train_only = tmp_path / "train.jsonl"
+    tasks = make_tasks(3)
+    for t in tasks:
+        t.split = "train"
+    write_jsonl(train_only, tasks)
+    with pytest.raises(ValueError, match=r"train\.jsonl: no held-out tasks \(split 'eval'\)"):
+        suites.get_suite("kit-eval").load_tasks(tasks_file=train_only)
+
+
 def test_eval_cli_is_registered():
     from toolkit.cli import build_parser
 
@@ -173,13 +185,8 @@ def test_eval_cli_is_registered():
 BFCL_SUITES = ("bfcl-base", "bfcl-miss-func", "bfcl-miss-param", "bfcl-long-context")
 
 
-def _needs_agent_loop():
-    pytest.importorskip("toolkit.agent.loop", reason="the agent loop (toolkit.agent.loop) is not built yet")
-
-
 @pytest.mark.parametrize("suite", BFCL_SUITES)
 def test_gold_policy_scores_100_percent_on_bfcl(suite, tmp_path):
-    _needs_agent_loop()
     summary = suites.run_eval("gold", suite, tmp_path, limit=3, n_boot=100)
     m = summary["aggregate"]["metrics"]
     assert summary["aggregate"]["n_tasks"] == 3
@@ -190,7 +197,6 @@ def test_gold_policy_scores_100_percent_on_bfcl(suite, tmp_path):
 
 def test_gold_policy_scores_100_percent_on_kit_eval(tmp_path):
     """On the committed held-out tasks when present, else on a few freshly synthesized ones."""
-    _needs_agent_loop()
     tasks_file = suites.KIT_EVAL_TASKS
     if not tasks_file.exists():
         from toolkit.records import write_jsonl
@@ -238,7 +244,6 @@ def test_bfcl_checker_fails_an_incomplete_trajectory(tmp_path):
 
 
 def test_eval_cli_end_to_end(tmp_path, capsys):
-    _needs_agent_loop()
     from toolkit.cli import main
 
     assert (
@@ -256,10 +261,9 @@ def test_eval_cli_end_to_end(tmp_path, capsys):
 def test_model_policy_with_adapter_runs_and_records_its_config(tmp_path):
     """A real (tiny, random) model with a LoRA adapter through the whole eval path: the scores are
     whatever they are, the run must finish, be scored and say which model and adapter it used."""
-    _needs_agent_loop()
     from peft import LoraConfig, get_peft_model
 
-    from toolkit.train.models import load_policy
+    from toolkit.models import load_policy
 
     model, _ = load_policy("tiny-random")
     adapter = tmp_path / "adapter"
@@ -287,7 +291,6 @@ def test_model_policy_with_adapter_runs_and_records_its_config(tmp_path):
 
 
 def test_loop_settings_layering():
-    _needs_agent_loop()
     bfcl, kit = suites.get_suite("bfcl-base"), suites.get_suite("kit-eval")
     assert (
         suites.loop_settings(None, 3, bfcl)["max_context_tokens"] == 8192

@@ -87,6 +87,14 @@ def test_ci_calls_make_test():
     assert "make test" in (REPO_ROOT / ".ci" / "run").read_text()
 
 
+def test_make_test_lints_first():
+    """CI runs `make test`: it must fail on a lint error or an unformatted file, not only on tests."""
+    makefile = (REPO_ROOT / "Makefile").read_text()
+    assert re.search(r"^test: .*\blint\b", makefile, re.M)
+    lint = re.search(r"^lint:.*\n((?:\t.*\n)+)", makefile, re.M)[1]
+    assert "ruff check ." in lint and "ruff format --check ." in lint
+
+
 def test_records_reject_wrong_types_and_survive_hostile_text(tmp_path):
     from toolkit.records import RecordError, Task, Trajectory, read_jsonl, write_jsonl
 

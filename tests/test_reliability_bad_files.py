@@ -106,3 +106,23 @@ def test_cli_reports_one_line_naming_file_and_line(tmp_path):
         assert "RecordError" in err_lines[0] and expected[name] in err_lines[0], (name, err_lines)
         assert "Traceback" not in proc.stderr
     assert not (tmp_path / "o.jsonl").exists()  # nothing half-written
+
+
+@pytest.mark.integration
+def test_cli_empty_tasks_or_trajectories_file_is_a_one_line_error(tmp_path):
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n", encoding="utf-8")  # a blank line is still no records
+    good_trajs = tmp_path / "trajs.jsonl"
+    good_trajs.write_text("\n".join(good_lines("trajectory")) + "\n", encoding="utf-8")
+    runs = {
+        "rollout": (_cli("rollout", "--policy", "gold", "--tasks", str(empty), "--out", str(tmp_path / "o.jsonl"), "--no-progress", cwd=tmp_path), "tasks"),
+        "score-trajs": (_cli("score", "--reward", "rubric", "--tasks", str(GOOD_TASKS), "--trajectories", str(empty), cwd=tmp_path), "trajectories"),
+        "score-tasks": (_cli("score", "--reward", "rubric", "--tasks", str(empty), "--trajectories", str(good_trajs), cwd=tmp_path), "tasks"),
+    }  # fmt: skip
+    for name, (proc, what) in runs.items():
+        assert proc.returncode == 1, (name, proc.stdout, proc.stderr)
+        err_lines = [line for line in proc.stderr.splitlines() if line.strip()]
+        assert err_lines == [
+            f"mcp-rl {name.split('-')[0]}: error: RecordError: {empty}: no {what} in the file (it is empty)"
+        ]
+    assert not (tmp_path / "o.jsonl").exists()

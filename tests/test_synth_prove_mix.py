@@ -2,10 +2,10 @@
 
 import pytest
 
-from toolkit.agent.schema import strip_enums
 from toolkit.records import GoldCall, Task
 from toolkit.synth.config import make_config
 from toolkit.synth.prove_mix import drop_call_set_duplicates, info_level, quotas
+from toolkit.toolbox import strip_enums
 
 
 @pytest.fixture(scope="module")

@@ -31,6 +31,36 @@ SMALL = {
 }
 
 
+class AnswerLength:
+    """Test-only reward: longer final text, more reward. Two random completions of the tiny model almost
+    never tie on it (they always tie at 0 on the rubric), so every GRPO group has a gradient and the test
+    can check that GRPO moved the adapter."""
+
+    name, range = "answer-length", (0.0, float("inf"))
+
+    def __call__(self, task, traj):
+        from toolkit.records import RewardResult
+
+        return RewardResult(len(traj.final_answer) / 100, {}, {})
+
+
+# SMALL with a reward GRPO can learn from on random completions (registered by the fixture below)
+LEARNING = dict(SMALL, reward=["rubric", "answer-length"])
+
+
+@pytest.fixture
+def answer_length_reward(monkeypatch):
+    from toolkit.rewards.base import REGISTRY
+
+    monkeypatch.setitem(REGISTRY, "answer-length", f"{__name__}:AnswerLength")
+
+
+def adapter_tensors(folder: Path) -> dict:
+    from safetensors.torch import load_file
+
+    return load_file(folder / "adapter_model.safetensors")
+
+
 @pytest.fixture(autouse=True)
 def one_thread(monkeypatch):
     import torch
@@ -43,15 +73,22 @@ def one_thread(monkeypatch):
 
 
 @pytest.mark.integration
-def test_recipe_runs_sft_then_grpo_masks_tools_and_resumes(tmp_path):
+def test_recipe_runs_sft_then_grpo_masks_tools_and_resumes(tmp_path, answer_length_reward):
+    import torch
+
     from toolkit.train.config import recipe_from_dict
     from toolkit.train.pipeline import run_recipe
 
     out = tmp_path / "run"
-    summary = run_recipe(recipe_from_dict(SMALL, "small"), out)
+    summary = run_recipe(recipe_from_dict(LEARNING, "small"), out)
     assert summary["grpo_steps"] == 2
     assert (out / "sft" / "adapter" / "adapter_config.json").exists()
     assert (out / "adapter" / "adapter_config.json").exists()
+    # GRPO trained: the final adapter differs from the warm start it began from
+    warm, trained = adapter_tensors(out / "sft" / "adapter"), adapter_tensors(out / "adapter")
+    assert warm.keys() == trained.keys() and warm
+    changed = [k for k in warm if not torch.equal(warm[k], trained[k])]
+    assert changed, "GRPO left every LoRA weight as the warm start had it"
     assert (out / "grpo" / "checkpoint-2").is_dir()
     rollouts = [json.loads(line) for line in (out / "grpo" / "rollouts.jsonl").read_text().splitlines()]
     assert {r["step"] for r in rollouts} == {0, 1} and all(r["messages"] for r in rollouts)
@@ -68,7 +105,7 @@ def test_recipe_runs_sft_then_grpo_masks_tools_and_resumes(tmp_path):
         assert key in grpo[0], key
     # a run folder is never overwritten by accident; --resume with everything done is a no-op
     with pytest.raises(FileExistsError):
-        run_recipe(recipe_from_dict(SMALL, "small"), out)
+        run_recipe(recipe_from_dict(LEARNING, "small"), out)
     # resume after a "kill": drop the final adapter and continue from the last checkpoint
     import shutil
 
@@ -76,7 +113,7 @@ def test_recipe_runs_sft_then_grpo_masks_tools_and_resumes(tmp_path):
     log = out / "grpo" / "rollouts.jsonl"
     with log.open("a") as f:  # the killed run had sampled step 2 and was cut while writing
         f.write(json.dumps({"step": 2, "messages": ["never saved"]}) + "\n" + '{"step": 2, "mess')
-    more = dict(SMALL, grpo=dict(SMALL["grpo"], max_steps=3))
+    more = dict(LEARNING, grpo=dict(SMALL["grpo"], max_steps=3))
     summary = run_recipe(recipe_from_dict(more, "small"), out, resume=True)
     assert summary["grpo_steps"] == 3
     steps = [json.loads(line)["step"] for line in log.read_text().splitlines()]
@@ -125,8 +162,8 @@ def test_evaluate_compares_the_warm_start_and_grpo_on_held_out_tasks(tmp_path):
 def test_rollout_func_returns_env_mask_and_trajectories(tmp_path):
     """The rollout output TRL receives: tool-output tokens are masked, one sample per prompt."""
     from toolkit.agent.loop import RolloutConfig
+    from toolkit.models import load_policy
     from toolkit.records import Task, read_jsonl
-    from toolkit.train.models import load_policy
     from toolkit.train.rollout import make_rollout_func
 
     model, tok = load_policy("tiny-random")

@@ -1,4 +1,4 @@
-"""Model loading and device detection (toolkit.train.models, toolkit.train.device)."""
+"""Model loading and device detection (toolkit.models, toolkit.train.device)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from toolkit.train import device
 
 def test_import_toolkit_never_imports_gpu_packages():
     code = (
-        "import sys, toolkit, toolkit.train.models, toolkit.train.device, toolkit.cli;"
+        "import sys, toolkit, toolkit.models, toolkit.train.device, toolkit.cli;"
         "toolkit.train.device.detect_backend('auto');"
         "print([m for m in sys.modules if m.split('.')[0] in ('unsloth', 'vllm')])"
     )
@@ -48,7 +48,7 @@ def test_gpu_on_cpu_gives_one_clear_message():
 def test_resolve_dtype():
     import torch
 
-    from toolkit.train.models import _resolve_dtype
+    from toolkit.models import _resolve_dtype
 
     assert _resolve_dtype(None) is torch.float32
     assert _resolve_dtype("bf16") is torch.bfloat16
@@ -77,7 +77,7 @@ def test_tiny_random_is_seeded_and_speaks_the_tool_template():
     import torch
     from trl.chat_template_utils import add_response_schema
 
-    from toolkit.train.models import load_policy
+    from toolkit.models import load_policy
 
     m1, tok = load_policy("tiny-random")
     m2, _ = load_policy("tiny-random")
@@ -115,7 +115,7 @@ def test_tiny_random_is_seeded_and_speaks_the_tool_template():
 
 @pytest.mark.integration
 def test_smollm2_loads_from_cache_and_calls_tools_format():
-    from toolkit.train.models import load_policy, smollm2_model_dir
+    from toolkit.models import load_policy, smollm2_model_dir
 
     model, tok = load_policy("smollm2-135m", dtype="bf16")
     config = json.loads((smollm2_model_dir() / "config.json").read_text())

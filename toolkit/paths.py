@@ -1,4 +1,4 @@
-"""Where things live: the repository's data, the build folder for executed notebooks, run outputs.
+"""Where things live: the package's data, the build folder for executed notebooks, run outputs.
 
 Notebooks and commands use these instead of paths relative to the current directory, so they work
 from JupyterLab (cwd = notebooks/), papermill, Colab and the command line alike.
@@ -9,15 +9,22 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-DATA_DIR = REPO_ROOT / "data"
+PACKAGE_DIR = Path(__file__).resolve().parent
+# Data the kit reads at run time (the held-out task sample, published reference numbers) ships inside
+# the package, so a wheel / `pip install .` has it as well as a source checkout.
+DATA_DIR = PACKAGE_DIR / "data"
+# The source checkout (notebooks/, tests/, bench/ live there; a wheel install has none of them).
+REPO_ROOT = PACKAGE_DIR.parent
+IN_CHECKOUT = (REPO_ROOT / "pyproject.toml").is_file()
 NOTEBOOKS_DIR = REPO_ROOT / "notebooks"
-BUILD_DIR = REPO_ROOT / "build"
-RUNS_DIR = REPO_ROOT / "runs"
+# Outputs go into the checkout when running from one, else into the current directory.
+WORK_DIR = REPO_ROOT if IN_CHECKOUT else Path.cwd()
+BUILD_DIR = WORK_DIR / "build"
+RUNS_DIR = WORK_DIR / "runs"
 
 
 def cache_dir() -> Path:
     """The kit's cache (converted model checkpoints): $MCP_RL_CACHE or ~/.cache/mcp-rl-kit."""
-    path = Path(os.environ.get("MCP_RL_CACHE", Path.home() / ".cache" / "mcp-rl-kit"))
+    path = Path(os.environ.get("MCP_RL_CACHE") or Path.home() / ".cache" / "mcp-rl-kit")
     path.mkdir(parents=True, exist_ok=True)
     return path

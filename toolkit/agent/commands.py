@@ -49,9 +49,12 @@ def run_rollout(args: argparse.Namespace) -> int:
 
     from toolkit.agent.loop import RolloutConfig, RolloutStats, rollout
     from toolkit.agent.policies import make_policy
-    from toolkit.records import Task, read_jsonl, write_jsonl
+    from toolkit.records import RecordError, Task, read_jsonl, write_jsonl
 
-    tasks = read_jsonl(args.tasks, Task)[: args.limit]
+    tasks = read_jsonl(args.tasks, Task)
+    if not tasks:  # an empty run would "succeed" and write an empty file
+        raise RecordError(f"{args.tasks}: no tasks in the file (it is empty)")
+    tasks = tasks[: args.limit]
     overrides = {
         "max_turns": args.max_turns,
         "max_new_tokens": args.max_new_tokens,

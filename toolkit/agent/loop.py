@@ -22,7 +22,6 @@ import json
 import sys
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, replace
 from typing import Any
@@ -30,9 +29,10 @@ from typing import Any
 from toolkit.agent.chat import ChatFormat, clean_text
 from toolkit.agent.parsing import ParsedCall, normalize_call, parse_turn
 from toolkit.agent.policies import Generation, GenerationRequest, Policy
-from toolkit.agent.schema import check_arguments, strip_enums
+from toolkit.agent.schema import check_arguments
+from toolkit.aio import run_sync
 from toolkit.records import FINISH_TOOL, CallRecord, Task, Trajectory
-from toolkit.toolbox import Toolbox, ToolSpec
+from toolkit.toolbox import Toolbox, ToolSpec, strip_enums
 
 EpisodeOpener = Callable[[Task], AbstractAsyncContextManager[Toolbox]]
 
@@ -93,7 +93,7 @@ class RolloutConfig:
     tokens is wasted compute when prompt lengths vary; smaller calls decode less efficiently."""
     compact_schemas: bool = False
     """Show the model compacted tool schemas (no titles, ``Optional[X]`` as X, no null defaults; see
-    ``toolkit.agent.schema.compact_schema``): the cpu-demo prompts went from 786 to 660 tokens on
+    ``toolkit.toolbox.compact_schema``): the cpu-demo prompts went from 786 to 660 tokens on
     average, which matters where prefill dominates (small models on a CPU). Arguments are still validated against
     the full schema."""
     seed: int | None = None
@@ -679,21 +679,6 @@ def rollout(
     stats: RolloutStats | None = None,
 ) -> list[Trajectory]:
     """Synchronous :func:`run_episodes`; works inside a running event loop (Jupyter) too."""
-    coro = run_episodes(tasks, policy, config, n=n, open_episode=open_episode, on_done=on_done, stats=stats)
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coro)
-    with ThreadPoolExecutor(max_workers=1) as pool:  # a notebook's loop is running: use our own
-        return pool.submit(asyncio.run, coro).result()
-
-
-def trl_rollout_fields(trajectories: Sequence[Trajectory]) -> dict[str, list]:
-    """The fields TRL's ``GRPOTrainer(rollout_func=...)`` expects, from token-level trajectories:
-    prompt_ids, completion_ids, logprobs and env_mask (1 = model token)."""
-    return {
-        "prompt_ids": [t.prompt_ids for t in trajectories],
-        "completion_ids": [t.completion_ids for t in trajectories],
-        "logprobs": [t.logprobs for t in trajectories],
-        "env_mask": [t.completion_mask for t in trajectories],
-    }
+    return run_sync(
+        run_episodes(tasks, policy, config, n=n, open_episode=open_episode, on_done=on_done, stats=stats)
+    )

@@ -11,7 +11,7 @@ server, the gold replay) have ``tokenizer = None`` and see the chat messages and
 - ``openai:<model>@<base_url>``: any OpenAI-compatible chat server (vLLM serve, llama.cpp, hosted);
 - ``vllm:<model>`` / ``unsloth:<model>``: GPU backends (import-guarded);
 - ``hf:<name>`` or a bare name (``tiny-random``, ``smollm2-135m``, a Hugging Face id or a folder):
-  ``toolkit.train.models.load_policy`` + transformers ``generate`` on CPU or GPU.
+  ``toolkit.models.load_policy`` + transformers ``generate`` on CPU or GPU.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from typing import Any, Literal, Protocol
 
 from toolkit.agent.parsing import format_call
 from toolkit.records import FINISH_TOOL, Task
+from toolkit.rewards.perturb import gold_answer
 
 
 @dataclass
@@ -383,23 +384,6 @@ class GoldPolicy:
         return Generation(text=answer)
 
 
-def gold_answer(task: Task) -> str:
-    """The final answer the gold policy gives: every expected answer value, labelled."""
-    if any(item.check.get("type") == "clarification" for item in task.rubric):
-        return "Could you tell me the missing details so I can complete this request?"
-    if not task.answers:
-        return "Done."
-    return "; ".join(f"{key}: {_answer_text(value)}" for key, value in task.answers.items())
-
-
-def _answer_text(value: Any) -> str:
-    if isinstance(value, list | tuple):
-        return ", ".join(_answer_text(v) for v in value)
-    if isinstance(value, dict):
-        return ", ".join(f"{k}: {_answer_text(v)}" for k, v in value.items())
-    return str(value)
-
-
 def _calls_in_current_user_turn(messages: list[dict[str, Any]]) -> int:
     count = 0
     for m in reversed(messages):
@@ -434,7 +418,7 @@ def make_policy(spec: str, *, adapter: str | None = None, dtype: Any = None) -> 
         model, tokenizer = FastLanguageModel.from_pretrained(spec[len("unsloth:") :], fast_inference=True)
         return UnslothPolicy(model, tokenizer, lora_path=adapter)
     name = spec[len("hf:") :] if spec.startswith("hf:") else spec
-    from toolkit.train.models import load_policy
+    from toolkit.models import load_policy
 
     model, tokenizer = load_policy(name, adapter=adapter, dtype=dtype)
     return TransformersPolicy(model, tokenizer, name=name + (f"+{adapter}" if adapter else ""))

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 
+from toolkit.envs.serve import add_serve_arguments, serve
+
 
 def _list(args: argparse.Namespace) -> int:
     from toolkit.envs import registry
@@ -45,20 +47,8 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from toolkit.envs.serve import serve
-
     serve(args.server, args.seed, args.transport, args.host, args.port)
     return 0
-
-
-def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "server", help="server name, comma-separated names, or 'all' (see `mcp-rl envs list`)"
-    )
-    parser.add_argument("--seed", type=int, default=0, help="world seed (default 0)")
-    parser.add_argument("--transport", choices=["stdio", "http"], default="stdio")
-    parser.add_argument("--host", default="127.0.0.1", help="HTTP host (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=8000, help="HTTP port (default 8000)")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

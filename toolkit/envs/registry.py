@@ -10,6 +10,7 @@ from functools import cache
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from toolkit.aio import run_sync
 from toolkit.envs.servers import SERVER_CLASSES
 from toolkit.envs.servers.base import DomainServer
 from toolkit.envs.state import WorldState
@@ -75,27 +76,10 @@ def _domain_specs(name: str) -> tuple[ToolSpec, ...]:
     )
 
 
-def _run_sync(fn: Any) -> Any:
-    """Run an async function to completion from sync code, also when an event loop is already running
-    in this thread (a notebook): then it runs on its own loop in a helper thread."""
-    import anyio
-
-    try:
-        import sniffio
-
-        sniffio.current_async_library()
-    except Exception:  # no loop running here
-        return anyio.run(fn)
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(anyio.run, fn).result()
-
-
 @cache
 def _bfcl_specs(name: str) -> tuple[ToolSpec, ...]:
     server = bfcl_module().build_server(name, None)  # type: ignore[union-attr]
-    tools = _run_sync(server.list_tools)
+    tools = run_sync(server.list_tools())
     return tuple(
         ToolSpec(
             name=t.name,

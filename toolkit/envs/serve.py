@@ -13,15 +13,18 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import TYPE_CHECKING
 
-from mcp.server.mcpserver import MCPServer
+if TYPE_CHECKING:  # the MCP SDK and the servers load on use, so `mcp-rl --help` stays fast
+    from mcp.server.mcpserver import MCPServer
 
-from toolkit.envs import registry
-from toolkit.envs.state import WorldState
+    from toolkit.envs.state import WorldState
 
 
 def parse_servers(spec: str) -> list[str]:
     """``"all"`` or a comma-separated list of server names (unknown names raise KeyError with hints)."""
+    from toolkit.envs import registry
+
     if spec == "all":
         return list(registry.DOMAIN_SERVERS)
     names = [n.strip() for n in spec.split(",") if n.strip()]
@@ -34,6 +37,11 @@ def parse_servers(spec: str) -> list[str]:
 
 def build_endpoint(names: list[str], seed: int = 0) -> tuple[MCPServer, WorldState]:
     """One MCPServer exposing the tools of ``names`` over one shared world for ``seed``."""
+    from mcp.server.mcpserver import MCPServer
+
+    from toolkit.envs import registry
+    from toolkit.envs.state import WorldState
+
     state = WorldState.from_seed(seed)
     if len(names) == 1:
         server = registry.build_server(names[0], state)
@@ -54,6 +62,16 @@ def build_endpoint(names: list[str], seed: int = 0) -> tuple[MCPServer, WorldSta
     return server, state
 
 
+def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "server", help="server name, comma-separated names, or 'all' (see `mcp-rl envs list`)"
+    )
+    parser.add_argument("--seed", type=int, default=0, help="world seed (default 0)")
+    parser.add_argument("--transport", choices=["stdio", "http"], default="stdio")
+    parser.add_argument("--host", default="127.0.0.1", help="HTTP host (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=8000, help="HTTP port (default 8000)")
+
+
 def serve(
     spec: str, seed: int = 0, transport: str = "stdio", host: str = "127.0.0.1", port: int = 8000
 ) -> None:
@@ -68,8 +86,6 @@ def serve(
 
 
 def main(argv: list[str] | None = None) -> int:
-    from toolkit.envs.commands import add_serve_arguments
-
     parser = argparse.ArgumentParser(prog="python -m toolkit.envs.serve", description=__doc__.splitlines()[0])
     add_serve_arguments(parser)
     args = parser.parse_args(argv)

@@ -25,7 +25,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--limit", type=int, default=None, help="only the first N tasks (smoke runs)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument(
-        "--tasks", default=None, help="kit-eval only: another tasks JSONL instead of data/tasks/eval.jsonl"
+        "--tasks",
+        default=None,
+        help="kit-eval only: another tasks JSONL instead of the shipped toolkit/data/tasks/eval.jsonl",
     )
     p.add_argument("--label", default=None, help="name of the run in plots and the viewer")
     p.add_argument(

@@ -1,7 +1,8 @@
 """Figures from evaluation results only (results.json / results.jsonl of `mcp-rl eval` runs, a training
-run's metrics.jsonl, data/reference_results.json). Every figure is saved as PNG and SVG.
+run's metrics.jsonl, the kit's reference_results.json). Every figure is saved as PNG and SVG.
 
-matplotlib runs on the Agg backend: no display is needed (CI, papermill, a server).
+The kit does not choose a matplotlib backend: JupyterLab and Colab show figures inline, and where there
+is no display (CI, papermill, a server) matplotlib falls back to Agg by itself.
 """
 
 from __future__ import annotations
@@ -12,15 +13,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
 
-matplotlib.use("Agg")  # headless: must precede pyplot
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+from toolkit.eval.metrics import TaskResult, paired_bootstrap, read_task_results
+from toolkit.paths import DATA_DIR
 
-from toolkit.eval.metrics import TaskResult, paired_bootstrap, read_task_results  # noqa: E402
-
-REFERENCE_FILE = Path(__file__).resolve().parents[2] / "data" / "reference_results.json"
+REFERENCE_FILE = DATA_DIR / "reference_results.json"
 # Metrics shown in the before/after panel, per kind of suite, in reading order.
 ATLAS_METRICS = ("coverage", "pass@0.50", "pass@0.75", "atlas_coverage", "finish_rate", "tool_failure_rate")
 PUBLISHED_METRICS = ("coverage", "pass@0.50", "pass@0.75")
@@ -276,7 +275,7 @@ def plot_training_curves(
 
 
 def load_reference(path: str | Path = REFERENCE_FILE) -> list[dict[str, Any]]:
-    """The published numbers with their sources (data/reference_results.json)."""
+    """The published numbers with their sources (toolkit/data/reference_results.json)."""
     return json.loads(Path(path).read_text(encoding="utf-8"))["entries"]
 
 
@@ -343,7 +342,7 @@ def plot_reference(
             wrap=True,
             va="top",
         )
-    ax.set_title("Published results (sources in data/reference_results.json)", fontsize=10)
+    ax.set_title("Published results (sources in toolkit/data/reference_results.json)", fontsize=10)
     return save(fig, out_dir, name)
 
 

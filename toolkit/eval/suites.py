@@ -2,7 +2,7 @@
 
 Suites (``SUITES``):
 
-- ``kit-eval``: the held-out synthesized tasks (data/tasks/eval.jsonl: held-out templates and server
+- ``kit-eval``: the held-out synthesized tasks (toolkit/data/tasks/eval.jsonl: held-out templates and server
   combinations), scored with the programmatic rubric reward (Scale: fraction of essential items passed)
   and MCP-Atlas claim scoring (fulfilled 1 / partial 0.5).
 - ``bfcl-base``, ``bfcl-miss-func``, ``bfcl-miss-param``, ``bfcl-long-context``: the BFCL v4 multi-turn
@@ -61,11 +61,16 @@ class Suite:
         path = Path(tasks_file or KIT_EVAL_TASKS)
         if not path.exists():
             raise FileNotFoundError(f"{path}: no held-out tasks; generate them with `mcp-rl synth`")
-        tasks = [t for t in read_jsonl(path, Task) if t.split == "eval"] or read_jsonl(path, Task)
+        every = read_jsonl(path, Task)
+        tasks = [t for t in every if t.split == "eval"]
+        if not tasks:  # evaluating on training tasks would report memorisation as skill
+            splits = sorted({t.split for t in every})
+            raise ValueError(
+                f"{path}: no held-out tasks (split 'eval'); the file has {len(every)} task(s) with split(s) "
+                f"{splits or 'none'}. Generate held-out tasks with `mcp-rl synth --n-eval N`."
+            )
         return tasks[:limit] if limit is not None else tasks
 
-
-BFCL_LOOP_DEFAULTS = (("max_context_tokens", 8192),)  # SmolLM2 and Qwen2.5 take 8k+ contexts
 
 BFCL_LOOP_DEFAULTS = (("max_context_tokens", 8192),)  # SmolLM2 and Qwen2.5 take 8k+ contexts
 

@@ -15,7 +15,8 @@ from typing import Any
 
 from toolkit.records import RewardResult, Task, Trajectory
 from toolkit.rewards.base import Reward
-from toolkit.rewards.rubric import VERDICT_CREDIT, Grader, ItemGrade, ProgrammaticGrader
+from toolkit.rewards.grading import VERDICT_CREDIT, Grader, ItemGrade
+from toolkit.rewards.rubric import ProgrammaticGrader
 
 THRESHOLDS = (0.50, 0.75)
 

@@ -122,12 +122,7 @@ def get_reward(name: str, **config: Any) -> Reward:
     if name not in REGISTRY:
         raise KeyError(f"unknown reward {name!r}; known: {', '.join(REGISTRY)}")
     module_name, attr = REGISTRY[name].split(":")
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as exc:
-        if exc.name == module_name:
-            raise KeyError(f"reward {name!r} is registered but {module_name} is not installed yet") from exc
-        raise
+    module = importlib.import_module(module_name)
     factory: Callable[..., Reward] = getattr(module, attr)
     reward = factory(**config)
     if not isinstance(reward, Reward):  # e.g. a plain callable class from another area

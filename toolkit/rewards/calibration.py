@@ -8,7 +8,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from toolkit.records import Task, Trajectory
-from toolkit.rewards.rubric import Grader, ProgrammaticGrader
+from toolkit.rewards.grading import Grader
+from toolkit.rewards.rubric import ProgrammaticGrader
 
 
 def cohen_kappa(a: Sequence[bool], b: Sequence[bool]) -> float:

@@ -53,6 +53,9 @@ def score_files(
 
     tasks = {t.id: t for t in read_jsonl(tasks_path, Task)}
     trajs: list[Trajectory] = read_jsonl(trajs_path, Trajectory)
+    for path, records, what in ((tasks_path, tasks, "tasks"), (trajs_path, trajs, "trajectories")):
+        if not records:  # nothing to score is a mistake (wrong file, a rollout that wrote nothing)
+            raise RecordError(f"{path}: no {what} in the file (it is empty)")
     missing = sorted({tr.task_id for tr in trajs} - set(tasks))
     if missing:
         raise RecordError(

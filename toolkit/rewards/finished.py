@@ -3,7 +3,7 @@ tokens, or failed.
 
 Why a separate term: the rubric credits a tool or an argument as soon as any call gets it right, so on
 the CPU proof GRPO learned to keep calling until the turn cap (calls per episode 1.0 -> 2.9, finish rate
-0.88 -> 0.13 within 17 steps, README "The CPU proof", run 5), and such an episode never answers. With
+0.88 -> 0.13 within 17 steps, docs/cpu-proof/README.md, run 5), and such an episode never answers. With
 this term at weight 0.5 (run 6) the drift stopped, but nothing else was learned either, so the shipped
 ``cpu-demo`` recipe does not use it. A reply is a call to the loop's ``finish`` tool or a plain-text turn
 without a tool call (``stop_reason``).

@@ -30,7 +30,7 @@ from typing import Any
 
 from toolkit.records import RubricItem, Task, Trajectory
 from toolkit.rewards.base import model_calls
-from toolkit.rewards.rubric import ItemGrade
+from toolkit.rewards.grading import ItemGrade
 
 SYSTEM_PROMPT = """You grade an AI agent's tool-use trajectory against rubric items.
 For every rubric item decide:

@@ -20,7 +20,7 @@ from toolkit.rewards.standin import ChatServer
 
 
 class LocalModelJudge(ChatServer):
-    """Serve ``model`` (a ``toolkit.train.models.load_policy`` name: "smollm2-135m", "tiny-random", a
+    """Serve ``model`` (a ``toolkit.models.load_policy`` name: "smollm2-135m", "tiny-random", a
     Hugging Face id or folder) on 127.0.0.1. ``generate`` replaces the model with any
     ``messages -> text`` function (tests)."""
 
@@ -38,7 +38,7 @@ class LocalModelJudge(ChatServer):
 
     def __enter__(self) -> LocalModelJudge:
         if self._generate is None and self._loaded is None:  # load before the first request's timeout starts
-            from toolkit.train.models import load_policy
+            from toolkit.models import load_policy
 
             self._loaded = load_policy(self.model_name)
         super().__enter__()

@@ -14,6 +14,7 @@ from __future__ import annotations
 import copy
 import random
 from collections.abc import Callable
+from typing import Any
 
 from toolkit.records import CallRecord, Task, Trajectory
 from toolkit.rewards.base import model_calls
@@ -23,11 +24,25 @@ HALLUCINATED_TOOL = "lookup_everything"
 
 
 def gold_answer(task: Task) -> str:
-    """What the gold policy says at the end: the synthesizer's reference answer when the task has one
-    (``metadata["reference_answer"]``), else a list of every expected value."""
+    """What the gold policy says at the end (the one definition: the gold policy, the gold replay and
+    the gold trajectory all use it): the synthesizer's reference answer when the task has one
+    (``metadata["reference_answer"]``), a question back on a clarification task, else every expected
+    value, labelled."""
     if task.metadata.get("reference_answer"):
         return str(task.metadata["reference_answer"])
-    return "; ".join(f"{k}: {v}" for k, v in task.answers.items()) or "Done."
+    if any(item.check.get("type") == "clarification" for item in task.rubric):
+        return "Could you tell me the missing details so I can complete this request?"
+    if not task.answers:
+        return "Done."
+    return "; ".join(f"{key}: {_answer_text(value)}" for key, value in task.answers.items())
+
+
+def _answer_text(value: Any) -> str:
+    if isinstance(value, list | tuple):
+        return ", ".join(_answer_text(v) for v in value)
+    if isinstance(value, dict):
+        return ", ".join(f"{k}: {_answer_text(v)}" for k, v in value.items())
+    return str(value)
 
 
 def gold_trajectory(task: Task, state_diff: dict | None = None) -> Trajectory:

@@ -5,16 +5,14 @@ sampler when it should see real tool results and real state diffs instead of app
 
 from __future__ import annotations
 
-import asyncio
 import time
-from collections.abc import Coroutine, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any, TypeVar
+from collections.abc import Sequence
+from typing import Any
 
+from toolkit.aio import run_sync
 from toolkit.records import CallRecord, Task, Trajectory
 from toolkit.rewards.perturb import gold_answer
 
-T = TypeVar("T")
 RESULT_CHARS = 2000  # tool outputs kept on the record (the loop truncates similarly)
 
 
@@ -72,17 +70,6 @@ async def execute_calls(
         n_parse_errors=sum(c[1] is None for c in calls),
         metadata={"policy": policy},
     )
-
-
-def run_sync(coro: Coroutine[Any, Any, T]) -> T:
-    """Run a coroutine to completion from sync code, also inside a running event loop (Jupyter):
-    there it runs in a worker thread with its own loop."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coro)
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, coro).result()
 
 
 def replay_gold(task: Task) -> Trajectory:

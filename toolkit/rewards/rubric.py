@@ -15,35 +15,13 @@ only ``pass``; MCP-Atlas claim scoring (``toolkit.rewards.atlas``) gives ``parti
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
-from typing import Any, Literal, Protocol
+from dataclasses import asdict
+from typing import Any
 
 from toolkit.records import RewardResult, RubricItem, Task, Trajectory
 from toolkit.rewards import normalize as norm
 from toolkit.rewards.base import Reward, Thresholded, answer_text, model_calls
-
-Verdict = Literal["pass", "partial", "fail"]
-VERDICT_CREDIT = {"pass": 1.0, "partial": 0.5, "fail": 0.0}
-
-
-@dataclass
-class ItemGrade:
-    id: str
-    verdict: Verdict | None  # None: ungraded (judge reply missing or malformed)
-    reason: str = ""
-
-    @property
-    def passed(self) -> bool:
-        return self.verdict == "pass"
-
-
-class Grader(Protocol):
-    name: str
-
-    def grade(self, task: Task, traj: Trajectory) -> list[ItemGrade]: ...
-
-    def grade_many(self, pairs: Sequence[tuple[Task, Trajectory]]) -> list[list[ItemGrade]]: ...
-
+from toolkit.rewards.grading import Grader, ItemGrade, Verdict
 
 # ---- programmatic checks ---------------------------------------------------------------------------
 

@@ -16,6 +16,7 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
+from toolkit.aio import run_sync
 from toolkit.records import Task
 from toolkit.toolbox import Toolbox, ToolResult
 
@@ -198,15 +199,3 @@ def validate_tasks_sync(
 ) -> tuple[list[bool], Counter[str], dict[int, str]]:
     """``validate_tasks`` from synchronous code, inside a running event loop (Jupyter) or not."""
     return run_sync(validate_tasks(list(tasks), open_episode, **kw))
-
-
-def run_sync(coro: Any) -> Any:
-    """Run a coroutine to completion; in a thread when this thread already runs a loop (Jupyter)."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coro)
-    import concurrent.futures
-
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, coro).result()

@@ -3,7 +3,8 @@
 A recipe has these sections (each documented, with its source, in the recipe files themselves):
 
 - ``model``, ``dtype``, ``backend`` (auto | gpu | cpu), ``seed``
-- ``tasks`` / ``eval_tasks``: task JSONL files (``mcp-rl synth`` output); ``task_kinds``/``max_tasks`` filter
+- ``tasks`` / ``eval_tasks``: task JSONL files (``mcp-rl synth`` output; ``kit:tasks/train.jsonl`` names the
+  sample shipped inside the package, ``toolkit/data``); ``task_kinds``/``max_tasks`` filter
   them; ``grpo_task_kinds`` narrows the tasks GRPO samples from (the warm start keeps every kind)
 - ``synth``: optional ``mcp-rl synth`` settings (preset, n, n_eval, seed) used when the task files
   do not exist: the tasks are then generated into the run folder
@@ -27,7 +28,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from toolkit.paths import DATA_DIR
+
 RECIPES_DIR = Path(__file__).parent / "recipes"
+KIT_DATA_PREFIX = "kit:"  # a task file shipped with the package: "kit:tasks/train.jsonl" -> DATA_DIR/...
 SECTIONS = ("lora", "sft", "rollout", "grpo", "eval", "reward_config")
 TOP_LEVEL = {
     "description",
@@ -140,6 +144,9 @@ def recipe_from_dict(data: dict[str, Any], name: str = "custom") -> Recipe:
     if data.get("backend", "auto") not in ("auto", "gpu", "cpu"):
         raise RecipeError(f"recipe {name!r}: backend must be auto, gpu or cpu")
     kwargs = {k: v for k, v in data.items() if v is not None or k in ("sft", "synth")}
+    for key in ("tasks", "eval_tasks"):
+        if isinstance(kwargs.get(key), str) and kwargs[key].startswith(KIT_DATA_PREFIX):
+            kwargs[key] = str(DATA_DIR / kwargs[key][len(KIT_DATA_PREFIX) :])
     for section in ("lora", "rollout", "grpo", "eval", "reward_config"):
         kwargs[section] = dict(kwargs.get(section) or {})
     return Recipe(name=name, **kwargs)

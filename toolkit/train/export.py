@@ -11,7 +11,7 @@ def merge_adapter(base: str, adapter: str | Path, out_dir: str | Path, *, dtype:
 
     The merged folder loads with ``AutoModelForCausalLM.from_pretrained`` (or vLLM) without PEFT.
     """
-    from toolkit.train.models import load_policy
+    from toolkit.models import load_policy
 
     model, tokenizer = load_policy(base, adapter=str(adapter), dtype=dtype)
     merged = model.merge_and_unload()

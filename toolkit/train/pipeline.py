@@ -212,10 +212,10 @@ def run_recipe(
 
 
 def _run_cpu(recipe: Recipe, out: Path, *, resume: bool, evaluate: bool, merge: bool, report_to: Any) -> dict:
+    from toolkit.models import load_policy
     from toolkit.train import config as cfg
     from toolkit.train.callbacks import MetricsJsonlCallback
     from toolkit.train.grpo import build_grpo_trainer, peft_model_for_grpo
-    from toolkit.train.models import load_policy
     from toolkit.train.sft import gold_trajectories, run_sft, sft_rows
 
     timings: dict[str, float] = {}
@@ -335,7 +335,7 @@ def _load_for_eval(recipe: Recipe, adapter: Path | None) -> tuple[Any, Any]:
     """The model to evaluate; with ``eval.merge_adapter`` the LoRA weights are merged into the base
     weights first (PEFT ``merge_and_unload``): no adapter layers in every forward pass, at the price of
     rounding the merged weights to the model's dtype."""
-    from toolkit.train.models import load_policy
+    from toolkit.models import load_policy
 
     model, tokenizer = load_policy(
         recipe.model, adapter=str(adapter) if adapter else None, dtype=recipe.dtype

@@ -1,7 +1,7 @@
 """SFT warm start on gold trajectories (TRL SFTTrainer, loss on the assistant's tokens only).
 
 Why: SmolLM2-135M-Instruct never emits a tool call on its own, so every GRPO group starts with zero
-reward variance and nothing is learned (measured, see DESIGN.md). A short LoRA SFT on replayed gold
+reward variance and nothing is learned (measured, see docs/DESIGN.md). A short LoRA SFT on replayed gold
 trajectories teaches the call format; GRPO then has partial credit to work with.
 
 The data are the gold policy's episodes through the same agent loop that GRPO and evaluation use

@@ -64,7 +64,7 @@ def load_unsloth(recipe: Recipe) -> tuple[Any, Any]:
     detect_backend("gpu")  # one clear message when this machine cannot do it
     from unsloth import FastLanguageModel  # GPU only; patches transformers/TRL on import
 
-    from toolkit.train.models import prepare_tokenizer
+    from toolkit.models import prepare_tokenizer
 
     model, tokenizer = FastLanguageModel.from_pretrained(**unsloth_load_kwargs(recipe))
     model = FastLanguageModel.get_peft_model(model, **unsloth_lora_kwargs(recipe))

