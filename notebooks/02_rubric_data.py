@@ -118,6 +118,21 @@ for template_id in ("crm_update_contact", "clarify_missing"):
     display(Markdown(report.format_task_markdown(report.sample_task(template_id, seed=1))))
 
 # %% [markdown]
+# ### A long task, as long as Scale's
+# Scale's sample task takes 14 tool calls across a helpdesk and customer data and is graded by 47 rubric
+# items. The `long` preset (`mcp-rl synth --preset long`) writes numbered multi-part requests of that
+# kind on the core servers: a list read page by page with its cursor, date windows, id hops across
+# servers, a closing write judged by the state change, and two whole servers enabled that the task does
+# not need. Every one is replayed like the others, and the gold policy gets full marks.
+
+# %%
+long_task = report.sample_task("long_account_review", seed=0)
+needed = long_task.metadata.get("needed_servers", long_task.servers)
+print(f"{len(long_task.gold)} gold calls over {len(needed)} servers {sorted(needed)} (enabled: {len(long_task.servers)});",
+      f"{len(long_task.rubric)} rubric items in {sorted({i.category for i in long_task.rubric})}")  # fmt: skip
+display(Markdown(report.format_task_markdown(long_task)))
+
+# %% [markdown]
 # ## 3. Generate, replay, deduplicate, split
 #
 # `generate` draws templates by kind (lookups, aggregations, writes, multi-part prompts, foreign-key
