@@ -243,3 +243,34 @@ def test_vllm_logprobs_match_the_transformers_policy_at_temperature_07(tmp_path)
     expected = torch.log_softmax(logits, -1).gather(-1, torch.tensor(gen.token_ids)[:, None]).squeeze(-1)
     assert gen.logprobs == pytest.approx(expected.tolist(), abs=2e-3)
     assert isinstance(TransformersPolicy(model, tokenizer).name, str)
+
+
+@pytest.mark.integration
+def test_pipeline_generates_grpo_rollouts_through_the_backend_with_the_trained_model(tmp_path):
+    """The real trainer and stages: every GRPO generation batch asks the backend for its policy, and
+    that policy generates with the module the trainer optimizes."""
+    import torch
+
+    from toolkit.train.backends import TransformersBackend
+    from toolkit.train.pipeline import run_recipe
+
+    tasks = Path(__file__).parent / "data" / "train_tasks.jsonl"
+    recipe = recipe_from_dict({**RECIPE, "tasks": str(tasks), "grpo": {**RECIPE["grpo"], "max_steps": 2}})
+    calls = []
+
+    class Recording(TransformersBackend):
+        def rollout_policy(self, trainer):
+            policy = super().rollout_policy(trainer)
+            calls.append(
+                (trainer.state.global_step, policy.model is trainer.accelerator.unwrap_model(trainer.model))
+            )
+            return policy
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        summary = run_recipe(recipe, tmp_path / "run", backend=Recording(recipe))
+    finally:
+        torch.set_num_threads(threads)
+    assert summary["backend"] == "cpu" and summary["grpo_steps"] == 2
+    assert [step for step, _ in calls] == [0, 1] and all(same for _, same in calls)
