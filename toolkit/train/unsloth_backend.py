@@ -166,7 +166,11 @@ class UnslothBackend:
         """A vLLM policy over the model's engine with a LoRARequest built from the live LoRA tensors."""
         from toolkit.agent.policies import VLLMPolicy
 
-        lora_dir = self.lora_dir or Path("rollout_lora")
+        if self.lora_dir is None:  # evaluation before GRPO set one: a scratch folder for the config
+            import tempfile
+
+            self.lora_dir = Path(tempfile.mkdtemp(prefix="unsloth-lora-"))
+        lora_dir = self.lora_dir
         lora_dir.mkdir(parents=True, exist_ok=True)
         lora_request = model.load_lora(str(lora_dir), load_tensors=True)
         return VLLMPolicy(model.vllm_engine, self.tokenizer, lora_request=lora_request, name=name)
