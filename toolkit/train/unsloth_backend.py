@@ -166,7 +166,7 @@ class UnslothBackend:
         """A vLLM policy over the model's engine with a LoRARequest built from the live LoRA tensors."""
         from toolkit.agent.policies import VLLMPolicy
 
-        if self.lora_dir is None:  # evaluation before GRPO set one: a scratch folder for the config
+        if self.lora_dir is None:  # no grpo_config yet (evaluation before GRPO): a scratch folder
             import tempfile
 
             self.lora_dir = Path(tempfile.mkdtemp(prefix="unsloth-lora-"))
