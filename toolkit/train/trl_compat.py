@@ -16,8 +16,8 @@ class TorchChunkedLogProbs:
     log-probabilities with ``trl.kernels.ChunkedLogProbFunction``, a Triton kernel; where Triton is
     missing (the CPU torch build) ``trl/trainer/utils.py`` sets ``_ChunkedLogProbFunction = None`` and
     every GRPO step fails with "'NoneType' object has no attribute 'apply'". TRL 1.16 added a torch
-    path for that case; this class is that path for 1.15, installed only where TRL left the slot empty
-    (``install_logprob_fallback``), so it is inert on a GPU and on TRL >= 1.16.
+    path for that case; this class is that path for 1.15, used for tensors that are not on a GPU
+    (``DeviceDispatch``, ``install_logprob_fallback``): a GPU keeps TRL's kernel, TRL >= 1.16 its own code.
     """
 
     TOKENS_PER_CHUNK = 256  # rows of logits materialised at once (the CPU models' vocabularies are small)
@@ -66,13 +66,32 @@ class TorchChunkedLogProbs:
         return tuple(cat(k) for k in parts)  # type: ignore[return-value]
 
 
+class DeviceDispatch:
+    """TRL's Triton kernel for CUDA/XPU tensors, ``TorchChunkedLogProbs`` for the rest (CPU tensors:
+    also where Triton is installed but the model is on the CPU, as with a CPU vLLM build)."""
+
+    def __init__(self, kernel: Any):
+        self.kernel = kernel  # trl.kernels.ChunkedLogProbFunction, or None without Triton
+
+    def apply(self, hidden: Any, *args: Any, **kwargs: Any) -> Any:
+        if self.kernel is not None and hidden.device.type in ("cuda", "xpu"):
+            return self.kernel.apply(hidden, *args, **kwargs)
+        return TorchChunkedLogProbs.apply(hidden, *args, **kwargs)
+
+
 def install_logprob_fallback() -> bool:
-    """Fill TRL's empty fused-LM-head slot with ``TorchChunkedLogProbs``; True when it was empty."""
+    """Route TRL 1.15's fused LM head through ``DeviceDispatch``; True when this call installed it.
+    TRL >= 1.16 has its own torch path and is left alone."""
     try:
+        import trl
+        from packaging.version import Version
         from trl.trainer import utils as trl_utils
     except ImportError:
         return False
-    if getattr(trl_utils, "_ChunkedLogProbFunction", "absent") is None:
-        trl_utils._ChunkedLogProbFunction = TorchChunkedLogProbs
-        return True
-    return False
+    current = getattr(trl_utils, "_ChunkedLogProbFunction", "absent")
+    if isinstance(current, str) or isinstance(current, DeviceDispatch):
+        return False
+    if current is not None and Version(trl.__version__) >= Version("1.16"):
+        return False
+    trl_utils._ChunkedLogProbFunction = DeviceDispatch(current)
+    return True
