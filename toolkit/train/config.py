@@ -171,12 +171,16 @@ def with_overrides(recipe: Recipe, overrides: dict[str, Any], *, unset: Iterable
     return recipe_from_dict(data, name=name)
 
 
+# ``lora`` keys only the Unsloth backend reads (FastLanguageModel.from_pretrained), not peft.LoraConfig
+GPU_LORA_KEYS = ("load_in_4bit", "gpu_memory_utilization")
+
+
 def build_lora_config(recipe: Recipe) -> Any:
     """``peft.LoraConfig`` from the recipe's ``lora`` section (causal-LM task type)."""
     from peft import LoraConfig
 
     settings = {"r": 16, "lora_alpha": 32, "lora_dropout": 0.0, "target_modules": "all-linear"}
-    settings.update(recipe.lora)
+    settings.update({k: v for k, v in recipe.lora.items() if k not in GPU_LORA_KEYS})
     return LoraConfig(task_type="CAUSAL_LM", **settings)
 
 

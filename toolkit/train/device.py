@@ -4,6 +4,8 @@
   with vLLM generation (``toolkit.train.unsloth_backend``).
 - ``"cpu"``: everything else -> plain transformers + PEFT (also used on a GPU without the extra).
 
+The name picks a backend class in ``toolkit.train.pipeline.BACKENDS`` (``toolkit.train.backends``).
+
 Only ``importlib.util.find_spec`` is used to look for unsloth / vllm, so ``import toolkit`` and
 ``detect_backend()`` never import them (importing unsloth patches transformers globally).
 """

@@ -1,4 +1,7 @@
-"""One training run from a recipe: tasks -> (SFT warm start) -> GRPO -> (held-out evaluation).
+"""One training run from a recipe: tasks -> (SFT warm start) -> held-out eval -> GRPO -> held-out eval
+-> paired comparison. The stages are written once (``run_stages``); a backend
+(``toolkit.train.backends``: transformers + PEFT; ``toolkit.train.unsloth_backend``: Unsloth + vLLM on
+one GPU) supplies model loading, generation and weight sync. ``mcp-rl train --backend`` picks it.
 
 Run folder layout (``out``):
 
@@ -138,16 +141,11 @@ def _of_kinds(tasks: list[Task], kinds: list[str]) -> list[Task]:
 # ---- evaluation ----------------------------------------------------------------------------------------
 
 
-def evaluate_model(
-    model: Any, tokenizer: Any, tasks: list[Task], out_dir: Path, label: str, loop: Any
-) -> dict:
-    """Greedy held-out evaluation of an in-memory model through ``toolkit.eval.run_eval``."""
+def evaluate_policy(policy: Any, tasks: list[Task], out_dir: Path, label: str, loop: Any) -> dict:
+    """Held-out evaluation of a policy (greedy with the eval loop) through ``toolkit.eval.run_eval``."""
     from toolkit.agent.loop import rollout
-    from toolkit.agent.policies import TransformersPolicy
     from toolkit.eval.suites import run_eval
 
-    model.eval()
-    policy = TransformersPolicy(model, tokenizer, name=label)
     suite = "bfcl-base" if tasks and "bfcl" in tasks[0].metadata else "kit-eval"  # its scorers
     return run_eval(
         label,
@@ -160,6 +158,16 @@ def evaluate_model(
             k: v for k, v in loop.__dict__.items() if isinstance(v, (int, float, str, bool, type(None)))
         },
     )
+
+
+def evaluate_model(
+    model: Any, tokenizer: Any, tasks: list[Task], out_dir: Path, label: str, loop: Any
+) -> dict:
+    """``evaluate_policy`` for an in-memory transformers model."""
+    from toolkit.agent.policies import TransformersPolicy
+
+    model.eval()
+    return evaluate_policy(TransformersPolicy(model, tokenizer, name=label), tasks, out_dir, label, loop)
 
 
 def compare(before_dir: Path, after_dir: Path) -> dict[str, Any]:
@@ -181,17 +189,33 @@ def last_checkpoint(folder: Path) -> str | None:
     return get_last_checkpoint(str(folder)) if folder.is_dir() else None
 
 
+# name -> (module, class): a backend supplies model loading, generation and weight sync (backends.py)
+BACKENDS = {
+    "cpu": ("toolkit.train.backends", "TransformersBackend"),
+    "gpu": ("toolkit.train.unsloth_backend", "UnslothBackend"),
+}
+
+
+def make_backend(name: str, recipe: Recipe) -> Any:
+    import importlib
+
+    module, cls = BACKENDS[name]
+    return getattr(importlib.import_module(module), cls)(recipe)
+
+
 def run_recipe(
     recipe: Recipe,
     out_dir: str | Path,
     *,
     resume: bool = False,
     evaluate: bool = False,
-    backend: str | None = None,
+    backend: str | Any | None = None,
     merge: bool = False,
     report_to: str | list[str] = "none",
 ) -> dict[str, Any]:
-    """Run a recipe end to end; returns the run summary (also written to ``out/summary.json``)."""
+    """Run a recipe end to end; returns the run summary (also written to ``out/summary.json``).
+
+    ``backend``: ``auto`` | ``cpu`` | ``gpu`` (default: the recipe's), or a backend object."""
     from toolkit.train.device import describe, detect_backend
 
     out = Path(out_dir)
@@ -200,26 +224,42 @@ def run_recipe(
             raise FileExistsError(
                 f"{out} holds a run already: pass --resume to continue it, or another --out"
             )
+    if backend is None or isinstance(backend, str):
+        chosen = detect_backend(backend or recipe.backend)
+        _log(f"recipe {recipe.name}: model {recipe.model}, backend {chosen} ({describe()})")
+        backend = make_backend(chosen, recipe)
+    if is_main_process():
         out.mkdir(parents=True, exist_ok=True)
         (out / "recipe.json").write_text(json.dumps(recipe.to_dict(), indent=1, sort_keys=True) + "\n")
-    chosen = detect_backend(backend or recipe.backend)
-    _log(f"recipe {recipe.name}: model {recipe.model}, backend {chosen} ({describe()})")
-    if chosen == "gpu":
-        from toolkit.train.unsloth_backend import run_recipe_gpu
-
-        return run_recipe_gpu(recipe, out, resume=resume, evaluate=evaluate, merge=merge, report_to=report_to)
-    return _run_cpu(recipe, out, resume=resume, evaluate=evaluate, merge=merge, report_to=report_to)
+    return run_stages(
+        recipe, out, backend, resume=resume, evaluate=evaluate, merge=merge, report_to=report_to
+    )
 
 
-def _run_cpu(recipe: Recipe, out: Path, *, resume: bool, evaluate: bool, merge: bool, report_to: Any) -> dict:
-    from toolkit.models import load_policy
-    from toolkit.train import config as cfg
+def run_stages(
+    recipe: Recipe,
+    out: Path,
+    backend: Any,
+    *,
+    resume: bool = False,
+    evaluate: bool = False,
+    merge: bool = False,
+    report_to: Any = "none",
+) -> dict[str, Any]:
+    """The stages, once for every backend (``toolkit.train.backends``); each is skipped on ``resume``
+    when its output exists."""
     from toolkit.train.callbacks import MetricsJsonlCallback
-    from toolkit.train.grpo import build_grpo_trainer, peft_model_for_grpo
+    from toolkit.train.config import ref_sync_settings
+    from toolkit.train.grpo import build_grpo_trainer
     from toolkit.train.sft import gold_trajectories, run_sft, sft_rows
 
     timings: dict[str, float] = {}
-    summary: dict[str, Any] = {"recipe": recipe.name, "model": recipe.model, "out": str(out)}
+    summary: dict[str, Any] = {
+        "recipe": recipe.name,
+        "model": recipe.model,
+        "out": str(out),
+        "backend": backend.name,
+    }
     train_file, eval_file = resolve_task_files(recipe, out)
     tasks = load_train_tasks(recipe, train_file)
     eval_tasks: list[Task] = []
@@ -241,17 +281,17 @@ def _run_cpu(recipe: Recipe, out: Path, *, resume: bool, evaluate: bool, merge: 
         t0 = time.time()
         n_examples = recipe.sft.get("max_examples") or len(tasks)
         gold = gold_trajectories(tasks[:n_examples], loop)
-        model, tokenizer = load_policy(recipe.model, dtype=recipe.dtype)
+        model, tokenizer, lora_config = backend.sft_model()
         rows = sft_rows(gold, tokenizer, max_length=recipe.sft.get("max_length"))
         _log(f"SFT warm start on {len(rows)} gold trajectories (of {n_examples} tasks)")
-        sft_config = cfg.build_sft_config(recipe, out / "sft", use_cpu=True, report_to=report_to)
+        sft_config = backend.sft_config(out / "sft", report_to)
         checkpoint = last_checkpoint(out / "sft") if resume else None  # SFT saves with sft.save_steps
         trainer = run_sft(
             model,
             tokenizer,
             rows,
             sft_config,
-            cfg.build_lora_config(recipe),
+            lora_config,
             [MetricsJsonlCallback(metrics_path, "sft")],
             resume_from_checkpoint=checkpoint,
         )
@@ -259,6 +299,7 @@ def _run_cpu(recipe: Recipe, out: Path, *, resume: bool, evaluate: bool, merge: 
         sft_steps = trainer.state.global_step
         timings["sft_s"] = time.time() - t0
         del trainer, model
+        backend.release()
     elif recipe.sft is not None:
         sft_steps = int(recipe.sft.get("max_steps", 0) or 0)
         _log(f"resume: warm-start adapter found in {sft_adapter}")
@@ -268,21 +309,18 @@ def _run_cpu(recipe: Recipe, out: Path, *, resume: bool, evaluate: bool, merge: 
     before_dir = out / "eval" / ("sft" if warm else "base")
     if evaluate and not (resume and (before_dir / "results.json").exists()):
         t0 = time.time()
-        model, tokenizer = _load_for_eval(recipe, warm)
-        res = evaluate_model(
-            model, tokenizer, eval_tasks, before_dir, "sft-only" if warm else "base", eval_loop
-        )
+        label = "sft-only" if warm else "base"
+        res = evaluate_policy(backend.eval_policy(warm, label), eval_tasks, before_dir, label, eval_loop)
         timings["eval_before_s"] = time.time() - t0
         _log(f"held-out before GRPO: {_headline(res)}")
-        del model
+        backend.release()
 
     # 3. GRPO
     final_adapter = out / "adapter"
     if not (resume and (final_adapter / "adapter_config.json").exists()):
         t0 = time.time()
-        model, tokenizer = load_policy(recipe.model, dtype=recipe.dtype)
-        model = peft_model_for_grpo(model, cfg.build_lora_config(recipe), warm)
-        grpo_config = cfg.build_grpo_config(recipe, out / "grpo", use_cpu=True, report_to=report_to)
+        model, tokenizer = backend.grpo_model(warm)
+        grpo_config = backend.grpo_config(out / "grpo", report_to)
         trainer = build_grpo_trainer(
             model,
             tokenizer,
@@ -291,8 +329,9 @@ def _run_cpu(recipe: Recipe, out: Path, *, resume: bool, evaluate: bool, merge: 
             loop,
             reward=recipe.reward,
             reward_config=recipe.reward_config,
+            policy_factory=backend.rollout_policy,
             callbacks=[MetricsJsonlCallback(metrics_path, "grpo", step_offset=sft_steps)],
-            ref_sync=cfg.ref_sync_settings(recipe),
+            ref_sync=ref_sync_settings(recipe),
         )
         checkpoint = last_checkpoint(out / "grpo") if resume else None
         if checkpoint:
@@ -303,18 +342,19 @@ def _run_cpu(recipe: Recipe, out: Path, *, resume: bool, evaluate: bool, merge: 
         timings["grpo_s"] = time.time() - t0
         summary["grpo_steps"] = trainer.state.global_step
         del trainer, model
+        backend.release()
     if merge:
-        from toolkit.train.export import merge_adapter
-
-        merge_adapter(recipe.model, final_adapter, out / "merged", dtype=recipe.dtype)
+        backend.merge(final_adapter, out / "merged")
 
     # 4. held-out evaluation after GRPO, and the paired comparison
     if evaluate:
         after_dir = out / "eval" / "grpo"
         if not (resume and (after_dir / "results.json").exists()):
             t0 = time.time()
-            model, tokenizer = _load_for_eval(recipe, final_adapter)
-            res = evaluate_model(model, tokenizer, eval_tasks, after_dir, "grpo", eval_loop)
+            res = evaluate_policy(
+                backend.eval_policy(final_adapter, "grpo"), eval_tasks, after_dir, "grpo", eval_loop
+            )
+            backend.release()
             timings["eval_after_s"] = time.time() - t0
             _log(f"held-out after GRPO: {_headline(res)}")
         summary["comparison"] = compare(before_dir, after_dir)
@@ -329,20 +369,6 @@ def _run_cpu(recipe: Recipe, out: Path, *, resume: bool, evaluate: bool, merge: 
     if is_main_process():
         (out / "summary.json").write_text(json.dumps(summary, indent=1, sort_keys=True) + "\n")
     return summary
-
-
-def _load_for_eval(recipe: Recipe, adapter: Path | None) -> tuple[Any, Any]:
-    """The model to evaluate; with ``eval.merge_adapter`` the LoRA weights are merged into the base
-    weights first (PEFT ``merge_and_unload``): no adapter layers in every forward pass, at the price of
-    rounding the merged weights to the model's dtype."""
-    from toolkit.models import load_policy
-
-    model, tokenizer = load_policy(
-        recipe.model, adapter=str(adapter) if adapter else None, dtype=recipe.dtype
-    )
-    if adapter and recipe.eval.get("merge_adapter"):
-        model = model.merge_and_unload()
-    return model, tokenizer
 
 
 def _headline(result: dict[str, Any]) -> str:

@@ -1,29 +1,45 @@
-"""The one-GPU path: Unsloth ``FastLanguageModel`` (LoRA, optional 4-bit) with vLLM generation.
+"""The one-GPU backend: Unsloth ``FastLanguageModel`` (LoRA, optional 4-bit) with its vLLM engine.
 
-Follows Unsloth's GRPO notebooks: ``FastLanguageModel.from_pretrained(..., fast_inference=True,
-max_lora_rank=r, gpu_memory_utilization=...)`` starts a vLLM engine next to the training weights,
-``FastLanguageModel.get_peft_model`` adds the LoRA adapter with Unsloth's gradient checkpointing,
-and TRL's GRPOTrainer (patched by Unsloth on import) trains it. The kit's rollout loop generates
-through that same engine (``model.vllm_engine``) with the current adapter (``model.load_lora``).
+``toolkit.train.pipeline.run_stages`` runs the stages; this backend supplies model loading, generation
+and weight sync (``toolkit.train.backends``). Written against Unsloth 2026.10.7 / unsloth-zoo 2026.10.7
+(the pinned ``gpu`` extra), from their source:
 
-NOT EXERCISED IN CI (no GPU there): the tests cover the pure parts (``unsloth_load_kwargs``,
-``unsloth_lora_kwargs``, ``gpu_grpo_overrides``) and the dispatch; importing this module never
-imports unsloth or vllm, only calling ``run_recipe_gpu`` / ``load_unsloth`` does.
+- ``FastLanguageModel.from_pretrained(model_name, max_seq_length, load_in_4bit, fast_inference=True,
+  max_lora_rank, gpu_memory_utilization)`` (``unsloth/models/loader.py``) loads the weights once and,
+  with ``fast_inference``, starts a vLLM engine sharing them (``model.vllm_engine``,
+  ``model.fast_generate``: ``unsloth/models/llama.py``);
+- ``FastLanguageModel.get_peft_model(model, r, target_modules, lora_alpha, lora_dropout,
+  use_gradient_checkpointing="unsloth", random_state)`` (``unsloth/models/llama.py``) adds the LoRA, and
+  ``patch_peft_fast_inference`` (``unsloth/models/_utils.py``) gives the PEFT model ``load_lora`` /
+  ``save_lora``;
+- ``model.load_lora(save_directory, load_tensors=True)`` (``unsloth_zoo/vllm_utils.py``: ``load_lora``
+  -> ``_build_lora_request``) builds a ``vllm.lora.request.LoRARequest`` from the model's LIVE LoRA
+  tensors (only the adapter config is written to ``save_directory``). Unsloth's own GRPO trainer does
+  the same before each generation (``unsloth/models/rl_replacements.py``). The kit calls it once per
+  rollout batch, so every batch samples from the adapter as the last optimizer step left it: that is
+  the weight sync. ``model.save_lora(dir)`` writes the adapter (PEFT format).
 
-Several GPUs: do not use this module; run ``accelerate launch`` with the CPU/transformers path and
-TRL's vLLM server mode (``trl vllm-serve --model M`` on one GPU, ``--set grpo.use_vllm=true --set
+One model is loaded per process and kept for every stage (a second vLLM engine would not fit beside
+the first): SFT trains its LoRA in place; evaluation and GRPO load an adapter's saved weights into it
+first (``peft.set_peft_model_state_dict``), so a resumed run starts from the files, like the CPU path.
+
+NOT RUN ON A GPU HERE: no GPU was available when this was written. The tests drive the wiring with
+fakes (tests/test_train_backends.py); importing this module never imports unsloth or vllm.
+
+Several GPUs: do not use this backend; run ``accelerate launch`` with the transformers backend and TRL's
+vLLM server mode (``trl vllm-serve --model M`` on one GPU, ``--set grpo.use_vllm=true --set
 grpo.vllm_mode=server`` for the trainer), see the README's training section.
 """
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 from typing import Any
 
 from toolkit.train.config import Recipe
 
 LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
-ADAPTER_NAME = "grpo_trainer_lora_model"  # the name Unsloth's own GRPO trainer loads into vLLM
 
 
 def unsloth_load_kwargs(recipe: Recipe) -> dict[str, Any]:
@@ -32,8 +48,9 @@ def unsloth_load_kwargs(recipe: Recipe) -> dict[str, Any]:
     return {
         "model_name": recipe.model,
         "max_seq_length": loop.max_context_tokens,
-        "load_in_4bit": bool(recipe.lora.get("load_in_4bit", False)),  # QLoRA: less memory, slower
-        "fast_inference": True,  # the vLLM engine used for rollouts
+        # Unsloth's default is True; the kit's is False unless the recipe asks (QLoRA: less memory, slower)
+        "load_in_4bit": bool(recipe.lora.get("load_in_4bit", False)),
+        "fast_inference": True,  # the vLLM engine used for rollouts and evaluation
         "max_lora_rank": int(recipe.lora.get("r", 16)),
         "gpu_memory_utilization": float(recipe.lora.get("gpu_memory_utilization", 0.6)),
     }
@@ -52,89 +69,129 @@ def unsloth_lora_kwargs(recipe: Recipe) -> dict[str, Any]:
     }
 
 
-def gpu_grpo_overrides() -> dict[str, Any]:
-    """GRPOConfig settings the GPU path needs: vLLM in colocate mode (Unsloth's engine), bf16."""
-    return {"use_vllm": True, "vllm_mode": "colocate", "bf16": True, "use_cpu": False}
+def gpu_precision(bf16_supported: bool) -> dict[str, bool]:
+    """bf16 where the GPU has it (Ampere and newer), else fp16 (a T4)."""
+    return {"bf16": bf16_supported, "fp16": not bf16_supported}
 
 
-def load_unsloth(recipe: Recipe) -> tuple[Any, Any]:
-    """Model (with LoRA) + tokenizer through Unsloth; the tokenizer gets the kit's tool template."""
-    from toolkit.train.device import detect_backend
-
-    detect_backend("gpu")  # one clear message when this machine cannot do it
-    from unsloth import FastLanguageModel  # GPU only; patches transformers/TRL on import
-
-    from toolkit.models import prepare_tokenizer
-
-    model, tokenizer = FastLanguageModel.from_pretrained(**unsloth_load_kwargs(recipe))
-    model = FastLanguageModel.get_peft_model(model, **unsloth_lora_kwargs(recipe))
-    return model, prepare_tokenizer(tokenizer)
+def gpu_grpo_overrides(bf16_supported: bool = True) -> dict[str, Any]:
+    """GRPOConfig settings of the GPU path: vLLM in colocate mode (Unsloth's patched trainer reuses
+    the model's engine), mixed precision the card supports, no CPU flag."""
+    return {"use_vllm": True, "vllm_mode": "colocate", "use_cpu": False, **gpu_precision(bf16_supported)}
 
 
-def vllm_policy_factory(trainer: Any) -> Any:
-    """Rollouts through Unsloth's vLLM engine with the adapter as it is at this step."""
-    from toolkit.agent.policies import VLLMPolicy
+class UnslothBackend:
+    """Unsloth + vLLM on one CUDA GPU (see the module docstring)."""
 
-    model = trainer.accelerator.unwrap_model(trainer.model)
-    lora_request = model.load_lora(ADAPTER_NAME, load_tensors=True)
-    return VLLMPolicy(
-        model.vllm_engine, trainer.processing_class, lora_request=lora_request, name="unsloth-vllm"
-    )
+    name = "gpu"
 
+    def __init__(
+        self, recipe: Recipe, *, fast_language_model: Any = None, bf16_supported: bool | None = None
+    ):
+        self.recipe = recipe
+        self._flm = fast_language_model  # tests pass a fake; else ``unsloth.FastLanguageModel``
+        self._bf16 = bf16_supported
+        self.model: Any = None
+        self.tokenizer: Any = None
+        self.lora_dir: Path | None = None  # where load_lora writes the adapter config
 
-def run_recipe_gpu(
-    recipe: Recipe, out: Path, *, resume: bool, evaluate: bool, merge: bool, report_to: Any
-) -> dict[str, Any]:
-    """SFT warm start (optional) then GRPO on one GPU; same folder layout as the CPU path."""
-    from toolkit.train import config as cfg
-    from toolkit.train.callbacks import MetricsJsonlCallback
-    from toolkit.train.grpo import build_grpo_trainer
-    from toolkit.train.pipeline import grpo_tasks, last_checkpoint, load_train_tasks, resolve_task_files
-    from toolkit.train.sft import gold_trajectories, run_sft, sft_rows
+    # ---- model loading -----------------------------------------------------------------------------
 
-    train_file, _ = resolve_task_files(recipe, out)
-    tasks = load_train_tasks(recipe, train_file)
-    loop = recipe.loop_config()
-    model, tokenizer = load_unsloth(recipe)
-    metrics = out / "metrics.jsonl"
-    sft_steps = 0
-    if recipe.sft is not None:
-        gold = gold_trajectories(tasks[: recipe.sft.get("max_examples") or len(tasks)], loop)
-        rows = sft_rows(gold, tokenizer, max_length=recipe.sft.get("max_length"))
-        sft_config = cfg.build_sft_config(recipe, out / "sft", use_cpu=False, report_to=report_to)
-        sft_trainer = run_sft(
-            model, tokenizer, rows, sft_config, None, [MetricsJsonlCallback(metrics, "sft")]
-        )
-        sft_steps = sft_trainer.state.global_step
-        sft_trainer.save_model(str(out / "sft" / "adapter"))
-    from trl import GRPOConfig
+    def _fast_language_model(self) -> Any:
+        if self._flm is None:
+            from toolkit.train.device import detect_backend
 
-    kwargs = cfg.grpo_kwargs(recipe, out / "grpo", use_cpu=False, report_to=report_to)
-    kwargs.update(gpu_grpo_overrides())
-    trainer = build_grpo_trainer(
-        model,
-        tokenizer,
-        grpo_tasks(recipe, tasks),
-        GRPOConfig(**kwargs),
-        loop,
-        reward=recipe.reward,
-        reward_config=recipe.reward_config,
-        policy_factory=vllm_policy_factory,
-        callbacks=[MetricsJsonlCallback(metrics, "grpo", step_offset=sft_steps)],
-        ref_sync=cfg.ref_sync_settings(recipe),
-    )
-    trainer.train(resume_from_checkpoint=last_checkpoint(out / "grpo") if resume else None)
-    trainer.save_model(str(out / "adapter"))
-    if merge:
-        model.save_pretrained_merged(str(out / "merged"), tokenizer, save_method="merged_16bit")
-    summary = {
-        "recipe": recipe.name,
-        "model": recipe.model,
-        "backend": "gpu",
-        "grpo_steps": trainer.state.global_step,
-    }
-    if evaluate:
-        summary["note"] = (
-            "evaluate with `mcp-rl eval --policy vllm:<merged>` (GPU eval runs outside training)"
-        )
-    return summary
+            detect_backend("gpu")  # one clear message when this machine cannot do it
+            from unsloth import FastLanguageModel  # GPU only; patches transformers/TRL on import
+
+            self._flm = FastLanguageModel
+        return self._flm
+
+    def _bf16_supported(self) -> bool:
+        if self._bf16 is None:
+            import torch
+
+            self._bf16 = bool(torch.cuda.is_bf16_supported())
+        return self._bf16
+
+    def _loaded(self) -> tuple[Any, Any]:
+        """The one model of this process, with its LoRA (loaded on first use)."""
+        if self.model is None:
+            from toolkit.models import prepare_tokenizer
+
+            flm = self._fast_language_model()
+            model, tokenizer = flm.from_pretrained(**unsloth_load_kwargs(self.recipe))
+            self.model = flm.get_peft_model(model, **unsloth_lora_kwargs(self.recipe))
+            self.tokenizer = prepare_tokenizer(tokenizer)
+        return self.model, self.tokenizer
+
+    def _set_adapter(self, adapter: Path | None) -> None:
+        """Make the live LoRA hold ``adapter``'s weights (None: leave it as it is)."""
+        if adapter is None:
+            return
+        from peft import set_peft_model_state_dict
+        from safetensors.torch import load_file
+
+        set_peft_model_state_dict(self.model, load_file(str(Path(adapter) / "adapter_model.safetensors")))
+
+    def sft_model(self) -> tuple[Any, Any, Any]:
+        model, tokenizer = self._loaded()
+        return model, tokenizer, None  # the LoRA is already on the model (get_peft_model)
+
+    def sft_config(self, out: Path, report_to: Any) -> Any:
+        import dataclasses
+
+        from toolkit.train.config import build_sft_config
+
+        config = build_sft_config(self.recipe, out, use_cpu=False, report_to=report_to)
+        return dataclasses.replace(config, **gpu_precision(self._bf16_supported()))
+
+    def grpo_model(self, warm: Path | None) -> tuple[Any, Any]:
+        model, tokenizer = self._loaded()
+        self._set_adapter(warm)
+        return model, tokenizer
+
+    def grpo_config(self, out: Path, report_to: Any) -> Any:
+        from trl import GRPOConfig
+
+        from toolkit.train.config import grpo_kwargs
+
+        self.lora_dir = Path(out) / "rollout_lora"
+        kwargs = grpo_kwargs(self.recipe, out, use_cpu=False, report_to=report_to)
+        return GRPOConfig(**(kwargs | gpu_grpo_overrides(self._bf16_supported())))
+
+    # ---- generation and weight sync ----------------------------------------------------------------
+
+    def _live_policy(self, model: Any, name: str) -> Any:
+        """A vLLM policy over the model's engine with a LoRARequest built from the live LoRA tensors."""
+        from toolkit.agent.policies import VLLMPolicy
+
+        if self.lora_dir is None:  # no grpo_config yet (evaluation before GRPO): a scratch folder
+            import tempfile
+
+            self.lora_dir = Path(tempfile.mkdtemp(prefix="unsloth-lora-"))
+        lora_dir = self.lora_dir
+        lora_dir.mkdir(parents=True, exist_ok=True)
+        lora_request = model.load_lora(str(lora_dir), load_tensors=True)
+        return VLLMPolicy(model.vllm_engine, self.tokenizer, lora_request=lora_request, name=name)
+
+    def rollout_policy(self, trainer: Any) -> Any:
+        return self._live_policy(trainer.accelerator.unwrap_model(trainer.model), "unsloth-vllm")
+
+    def eval_policy(self, adapter: Path | None, label: str) -> Any:
+        model, _ = self._loaded()
+        if adapter is None:  # the base model: no LoRA request at all
+            from toolkit.agent.policies import VLLMPolicy
+
+            return VLLMPolicy(model.vllm_engine, self.tokenizer, name=label)
+        self._set_adapter(adapter)
+        return self._live_policy(model, label)
+
+    def merge(self, adapter: Path, out: Path) -> None:
+        model, tokenizer = self._loaded()
+        self._set_adapter(adapter)
+        # unsloth/save.py: unsloth_save_pretrained_merged (16-bit weights vLLM can serve)
+        model.save_pretrained_merged(str(out), tokenizer, save_method="merged_16bit")
+
+    def release(self) -> None:
+        gc.collect()  # the model stays loaded: every stage of this process uses it
