@@ -81,6 +81,7 @@ def build_grpo_trainer(
     """A ``KitGRPOTrainer`` ready to ``train()``; ``model`` may be a plain or a PEFT model."""
     from toolkit.train.callbacks import PeftRefSyncCallback
     from toolkit.train.rollout import kit_grpo_trainer_class, make_rollout_func, transformers_policy
+    from toolkit.train.trl_compat import install_logprob_fallback
 
     rollout_func = make_rollout_func(
         loop_config,
@@ -88,8 +89,9 @@ def build_grpo_trainer(
         open_episode=open_episode,
         rollout_log=Path(grpo_config.output_dir) / "rollouts.jsonl",
     )
-    # rollout_func is marked experimental in TRL 1.16; the kit pins that version, so say it once here.
+    # rollout_func is marked experimental in TRL; the kit pins the version, so say it once here.
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    install_logprob_fallback()  # TRL 1.15 on a CPU torch build: toolkit/train/trl_compat.py
     trainer_cls = kit_grpo_trainer_class()
     trainer = trainer_cls(
         model=model,

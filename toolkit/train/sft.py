@@ -98,6 +98,10 @@ def run_sft(
     from datasets import Dataset
     from trl import SFTTrainer
 
+    from toolkit.train.trl_compat import install_logprob_fallback
+
+    install_logprob_fallback()  # TRL 1.15 on a CPU torch build
+
     if not rows:
         raise ValueError("no SFT examples: the gold replay produced no clean trajectories")
     trainer = SFTTrainer(
