@@ -200,25 +200,32 @@ def _require_gpu_package(name: str) -> None:
         )
 
 
-def vllm_engine_kwargs(**overrides: Any) -> dict[str, Any]:
-    """``vllm.LLM`` arguments the kit uses on every device, plus the CPU backend's needs.
+# What TRL asks of vLLM (trl/generation/vllm_generation.py): logprobs after temperature (and top-p), i.e.
+# of the distribution the token was sampled from, the quantity TRL recomputes in the GRPO update. vLLM's
+# default, "raw_logprobs", is the model's before temperature.
+VLLM_LOGPROBS_MODE = "processed_logprobs"
 
-    - ``logprobs_mode="processed_logprobs"``: logprobs after temperature / top-p, what TRL recomputes
-      in the GRPO update (vLLM's default is the raw model logprobs).
-    - on the CPU backend: bfloat16, eager mode (no torch.compile warm-up, which costs minutes on a
-      small machine) and a fixed KV-cache size: vLLM reserves ``gpu_memory_utilization`` of the *host*
-      memory on CPU and refuses to start when other processes already use it.
-    """
-    kwargs: dict[str, Any] = {"logprobs_mode": "processed_logprobs", "seed": 0}
-    if _vllm_on_cpu():
-        kwargs.update(
-            dtype="bfloat16",
-            enforce_eager=True,
-            kv_cache_memory_bytes=int(float(os.environ.get("MCP_RL_VLLM_KV_GIB", "1")) * (1 << 30)),
-            max_model_len=4096,
-        )
-    kwargs.update(overrides)
-    return kwargs
+
+def vllm_engine_kwargs(model: str, **llm_kwargs: Any) -> dict[str, Any]:
+    """Keyword arguments for ``vllm.LLM``: sampling-distribution logprobs, the CPU backend's settings
+    when there is no CUDA device (:func:`vllm_cpu_defaults`), then the caller's."""
+    return {"model": model, "logprobs_mode": VLLM_LOGPROBS_MODE, **vllm_cpu_defaults(), **llm_kwargs}
+
+
+def vllm_cpu_defaults() -> dict[str, Any]:
+    """vLLM's CPU backend (the ``vllm-cpu`` extra): bfloat16, eager mode (torch.compile's warm-up costs
+    minutes on a small machine) and a fixed KV-cache size (``MCP_RL_VLLM_KV_GIB``, default 1): on CPU,
+    vLLM otherwise reserves ``gpu_memory_utilization`` of the *host* memory and refuses to start when
+    other processes already use it. Empty on CUDA."""
+    if not _vllm_on_cpu():
+        return {}
+    return {
+        "dtype": "bfloat16",
+        "enforce_eager": True,
+        "kv_cache_memory_bytes": int(float(os.environ.get("MCP_RL_VLLM_KV_GIB", "1")) * (1 << 30)),
+        "max_model_len": 4096,
+        "seed": 0,
+    }
 
 
 def _vllm_on_cpu() -> bool:
@@ -261,7 +268,7 @@ class VLLMPolicy:
 
             model, kit_tokenizer = resolve_vllm_model(llm)
             tokenizer = tokenizer if tokenizer is not None else kit_tokenizer
-            llm = LLM(model=model, **vllm_engine_kwargs(**llm_kwargs))
+            llm = LLM(**vllm_engine_kwargs(model, **llm_kwargs))
         self.llm = llm
         self.tokenizer = tokenizer if tokenizer is not None else llm.get_tokenizer()
         self.lora_request = lora_request

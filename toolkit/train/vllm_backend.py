@@ -11,16 +11,20 @@ through the kit's ``rollout_func`` instead, with ``grpo.use_vllm`` left off:
   what makes vLLM read the folder again: a request with an id it has seen reuses its cached adapter.
   This is the pattern of Unsloth's ``model.load_lora(path)`` -> LoRARequest for ``fast_generate``.
 
-The hook for the one-pipeline backend interface: ``VLLMLoraSync`` is a ``policy_factory`` for
-``toolkit.train.grpo.build_grpo_trainer`` (trainer -> Policy); ``VLLMLoraSync.policy_for(adapter)``
-gives the held-out evaluation policy for a saved adapter folder on the same engine.
+Hooks: ``VLLMLoraSync`` is a ``policy_factory`` for ``toolkit.train.grpo.build_grpo_trainer``
+(trainer -> Policy) and ``VLLMLoraSync.policy_for(adapter)`` the held-out evaluation policy on the same
+engine. ``VLLMBackend`` is the whole backend for the one pipeline (model loading and the update as the
+transformers backend, generation and weight sync through vLLM): one line in the pipeline's backend table.
 """
 
 from __future__ import annotations
 
+import gc
 import shutil
 from pathlib import Path
 from typing import Any
+
+from toolkit.train.config import Recipe
 
 ADAPTERS_KEPT = 2  # older synced adapter folders are deleted (vLLM has already loaded them)
 
@@ -38,9 +42,8 @@ def start_engine(model: str, *, max_lora_rank: int = 16, **overrides: Any) -> tu
     from vllm import LLM
 
     path, tokenizer = resolve_vllm_model(model)
-    kwargs = vllm_engine_kwargs(enable_lora=True, max_lora_rank=max_lora_rank, max_loras=1)
-    kwargs.update(overrides)
-    return LLM(model=path, **kwargs), tokenizer
+    kwargs = {"enable_lora": True, "max_lora_rank": max_lora_rank, "max_loras": 1, **overrides}
+    return LLM(**vllm_engine_kwargs(path, **kwargs)), tokenizer
 
 
 class VLLMLoraSync:
@@ -101,3 +104,80 @@ class VLLMLoraSync:
         from toolkit.agent.policies import VLLMPolicy
 
         return VLLMPolicy(self.llm, self.tokenizer, lora_request=lora_request, name=name)
+
+
+class VLLMBackend:
+    """The one pipeline's backend with vLLM generation: model loading, SFT and the GRPO update as the
+    transformers backend (transformers + PEFT), every rollout and the held-out evaluation through one vLLM
+    engine on the recipe's base model with the current LoRA (CPU backend, or CUDA where there is one).
+    The engine starts on first use and stays up for the run."""
+
+    name = "vllm"
+
+    def __init__(self, recipe: Recipe, *, engine: tuple[Any, Any] | None = None):
+        self.recipe = recipe
+        self._engine = engine
+        self._sync: VLLMLoraSync | None = None
+        self._use_cpu = _no_cuda()
+
+    @property
+    def engine(self) -> tuple[Any, Any]:
+        if self._engine is None:
+            self._engine = start_engine(self.recipe.model, max_lora_rank=_vllm_rank(self.recipe))
+        return self._engine
+
+    def sft_model(self) -> tuple[Any, Any, Any]:
+        from toolkit.train.config import build_lora_config
+        from toolkit.train.models import load_policy
+
+        model, tokenizer = load_policy(self.recipe.model, dtype=self.recipe.dtype)
+        return model, tokenizer, build_lora_config(self.recipe)
+
+    def sft_config(self, out: Path, report_to: Any) -> Any:
+        from toolkit.train.config import build_sft_config
+
+        return build_sft_config(self.recipe, out, use_cpu=self._use_cpu, report_to=report_to)
+
+    def grpo_model(self, warm: Path | None) -> tuple[Any, Any]:
+        from toolkit.train.config import build_lora_config
+        from toolkit.train.grpo import peft_model_for_grpo
+        from toolkit.train.models import load_policy
+
+        model, tokenizer = load_policy(self.recipe.model, dtype=self.recipe.dtype)
+        return peft_model_for_grpo(model, build_lora_config(self.recipe), warm), tokenizer
+
+    def grpo_config(self, out: Path, report_to: Any) -> Any:
+        from toolkit.train.config import build_grpo_config
+
+        self._sync = VLLMLoraSync(*self.engine, Path(out) / "vllm-lora")
+        return build_grpo_config(self.recipe, out, use_cpu=self._use_cpu, report_to=report_to)
+
+    def rollout_policy(self, trainer: Any) -> Any:
+        if self._sync is None:
+            self._sync = VLLMLoraSync(*self.engine, Path(trainer.args.output_dir) / "vllm-lora")
+        return self._sync(trainer)
+
+    def eval_policy(self, adapter: Path | None, label: str) -> Any:
+        sync = self._sync or VLLMLoraSync(*self.engine, Path(adapter or ".") / "vllm-lora")
+        policy = sync.policy_for(adapter)
+        policy.name = label
+        return policy
+
+    def merge(self, adapter: Path, out: Path) -> None:
+        from toolkit.train.export import merge_adapter
+
+        merge_adapter(self.recipe.model, adapter, out, dtype=self.recipe.dtype)
+
+    def release(self) -> None:
+        gc.collect()  # the engine stays: starting it again costs more than it holds
+
+
+def _vllm_rank(recipe: Recipe) -> int:
+    rank = int(recipe.lora.get("r", 16))
+    return next((r for r in (8, 16, 32, 64, 128, 256, 512) if r >= rank), rank)  # the ranks vLLM accepts
+
+
+def _no_cuda() -> bool:
+    import torch
+
+    return not torch.cuda.is_available()
