@@ -10,6 +10,7 @@ logprobs can be compared tightly with the trainer's. Skipped where vllm is not i
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 
@@ -205,3 +206,36 @@ def test_two_grpo_steps_with_vllm_generation_and_a_hot_swapped_lora(engine, chec
     assert min(sampled_logprobs) < -1.0, "only near-certain tokens were compared"
     assert mean < LOGPROB_MEAN_TOLERANCE
     assert max(diffs) < LOGPROB_MAX_TOLERANCE
+
+
+def test_vllm_backend_syncs_a_new_lora_id_per_step_and_evaluates_adapters(tmp_path):
+    """The one-pipeline backend's generation side, without an engine (the test above runs one)."""
+    from types import SimpleNamespace
+
+    from peft import LoraConfig, get_peft_model
+
+    from toolkit.train.config import recipe_from_dict
+    from toolkit.train.models import load_policy
+    from toolkit.train.vllm_backend import VLLMBackend
+
+    model, tokenizer = load_policy("tiny-random")
+    peft = get_peft_model(model, LoraConfig(r=4, target_modules="all-linear"))
+    recipe = recipe_from_dict({"model": "tiny-random", "reward": "rubric", "lora": {"r": 12}}, name="t")
+    engine = object()  # never called here: the policies are only built
+    backend = VLLMBackend(recipe, engine=(engine, tokenizer))
+    trainer = SimpleNamespace(
+        state=SimpleNamespace(global_step=0),
+        accelerator=SimpleNamespace(unwrap_model=lambda m: m),
+        model=peft,
+        args=SimpleNamespace(output_dir=str(tmp_path / "grpo")),
+    )
+    first = backend.rollout_policy(trainer)
+    again = backend.rollout_policy(trainer)  # same step: no new save, same LoRA id
+    trainer.state.global_step = 1
+    later = backend.rollout_policy(trainer)
+    assert first.llm is engine and first.lora_request.lora_int_id == again.lora_request.lora_int_id
+    assert later.lora_request.lora_int_id != first.lora_request.lora_int_id
+    assert (Path(later.lora_request.lora_path) / "adapter_config.json").exists()
+    evaluated = backend.eval_policy(Path(later.lora_request.lora_path), "after")
+    assert evaluated.name == "after" and evaluated.lora_request.lora_int_id not in (1, 2)
+    assert backend.eval_policy(None, "before").lora_request is None
