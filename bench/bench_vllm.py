@@ -59,8 +59,9 @@ def time_rollout(policy: Any, tasks: list[Any], loop: Any) -> dict[str, float]:
 
 def part_rollout(policies: dict[str, Any], tasks: list[Any], loop: Any, episodes: int) -> list[dict]:
     rows = []
-    chosen = (tasks * (episodes // max(1, len(tasks)) + 1))[:episodes]
     for batch in (1, 8, 32):
+        n = max(episodes, batch)  # a batch size is only measured when that many episodes run at once
+        chosen = (tasks * (n // max(1, len(tasks)) + 1))[:n]
         config = dataclasses.replace(loop, max_batch_size=batch, max_concurrent_episodes=batch, seed=0)
         row: dict[str, Any] = {"batch": batch}
         for name, policy in policies.items():
@@ -147,7 +148,12 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--parts", nargs="+", default=["rollout", "eval", "grpo"])
-    parser.add_argument("--episodes", type=int, default=32, help="episodes per backend and batch size")
+    parser.add_argument(
+        "--episodes",
+        type=int,
+        default=32,
+        help="episodes per backend and batch size (at least the batch size)",
+    )
     parser.add_argument("--eval-tasks", type=int, default=100)
     parser.add_argument("--workdir", default=None, help="where tasks and outputs go (a temp folder)")
     args = parser.parse_args()
@@ -178,10 +184,10 @@ def main() -> None:
     report: dict[str, Any] = {"model": recipe.model, "dtype": recipe.dtype, "cores": cores}
     if "rollout" in args.parts:
         report["rollout"] = part_rollout(policies, eval_tasks, loop, args.episodes)
-    if "eval" in args.parts:
-        report["eval"] = part_eval(policies, eval_tasks[: args.eval_tasks], loop, workdir)
     if "grpo" in args.parts:
         report["grpo"] = part_grpo(recipe, train_tasks, engine, workdir)
+    if "eval" in args.parts:
+        report["eval"] = part_eval(policies, eval_tasks[: args.eval_tasks], loop, workdir)
     print(json.dumps({"report": report}, default=str))
 
 
