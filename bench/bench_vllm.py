@@ -136,7 +136,9 @@ def part_grpo(recipe: Any, tasks: list[Any], engine: tuple[Any, Any], workdir: P
         out[name] = {
             "step_s": round(wall, 1),
             "rollout_s": round(float(logged.get("episodes/rollout_seconds", float("nan"))), 1),
-            "episodes": kwargs.get("per_device_train_batch_size"),
+            # one generation batch per optimizer step: micro-batch x accumulation steps
+            "episodes": kwargs.get("per_device_train_batch_size", 8)
+            * kwargs.get("gradient_accumulation_steps", 1),
         }
     out["transformers_over_vllm_step"] = round(out["transformers"]["step_s"] / out["vllm"]["step_s"], 2)
     print(json.dumps({"grpo": out}), flush=True)
