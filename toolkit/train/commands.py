@@ -28,7 +28,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--out", default=None, help="run folder (required unless --list)")
     p.add_argument("--resume", action="store_true", help="continue the run in --out where it stopped")
     p.add_argument("--evaluate", action="store_true", help="held-out eval before and after GRPO")
-    p.add_argument("--backend", choices=["auto", "gpu", "cpu"], default=None, help="override the recipe's")
+    p.add_argument(
+        "--backend", choices=["auto", "gpu", "cpu", "vllm"], default=None, help="override the recipe's"
+    )
     p.add_argument("--merge", action="store_true", help="also save the base model with the adapter merged")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads (also $MCP_RL_THREADS)")
     p.add_argument(

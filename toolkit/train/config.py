@@ -141,8 +141,8 @@ def recipe_from_dict(data: dict[str, Any], name: str = "custom") -> Recipe:
         raise RecipeError(
             f"recipe {name!r}: grpo.reward_weights has {len(weights)} weight(s) for {len(rewards)} reward(s)"
         )
-    if data.get("backend", "auto") not in ("auto", "gpu", "cpu"):
-        raise RecipeError(f"recipe {name!r}: backend must be auto, gpu or cpu")
+    if data.get("backend", "auto") not in ("auto", "gpu", "cpu", "vllm"):
+        raise RecipeError(f"recipe {name!r}: backend must be auto, gpu, cpu or vllm")
     kwargs = {k: v for k, v in data.items() if v is not None or k in ("sft", "synth")}
     for key in ("tasks", "eval_tasks"):
         if isinstance(kwargs.get(key), str) and kwargs[key].startswith(KIT_DATA_PREFIX):

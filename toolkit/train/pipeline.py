@@ -193,6 +193,7 @@ def last_checkpoint(folder: Path) -> str | None:
 BACKENDS = {
     "cpu": ("toolkit.train.backends", "TransformersBackend"),
     "gpu": ("toolkit.train.unsloth_backend", "UnslothBackend"),
+    "vllm": ("toolkit.train.vllm_backend", "VLLMBackend"),
 }
 
 

@@ -1,0 +1,183 @@
+"""GRPO with vLLM generation and a hot-swapped LoRA: vLLM's CPU backend here, the same code on CUDA.
+
+TRL's own vLLM modes do not run on a CPU (server mode moves weights over NCCL; colocate mode's
+``sync_weights`` fails because the CPU backend prepacks the linear weights), so generation goes
+through the kit's ``rollout_func`` instead, with ``grpo.use_vllm`` left off:
+
+- one ``vllm.LLM`` on the *base* checkpoint with ``enable_lora=True`` (started once);
+- the update is TRL's GRPOTrainer on a transformers + PEFT model, as on the CPU path;
+- before each rollout batch, if the optimizer has stepped since the last sync, the trainer's adapter is
+  saved (``PeftModel.save_pretrained``) and handed to vLLM under a NEW ``LoRARequest`` id. A new id is
+  what makes vLLM read the folder again: a request with an id it has seen reuses its cached adapter.
+  This is the pattern of Unsloth's ``model.load_lora(path)`` -> LoRARequest for ``fast_generate``.
+
+Hooks: ``VLLMLoraSync`` is a ``policy_factory`` for ``toolkit.train.grpo.build_grpo_trainer``
+(trainer -> Policy) and ``VLLMLoraSync.policy_for(adapter)`` the held-out evaluation policy on the same
+engine. ``VLLMBackend`` is the whole backend for the one pipeline (model loading and the update as the
+transformers backend, generation and weight sync through vLLM): one line in the pipeline's backend table.
+"""
+
+from __future__ import annotations
+
+import gc
+import shutil
+from pathlib import Path
+from typing import Any
+
+from toolkit.train.config import Recipe
+
+ADAPTERS_KEPT = 2  # older synced adapter folders are deleted (vLLM has already loaded them)
+
+
+def start_engine(model: str, *, max_lora_rank: int = 16, **overrides: Any) -> tuple[Any, Any]:
+    """A LoRA-enabled ``vllm.LLM`` on ``model``'s base checkpoint, and the kit tokenizer for it.
+
+    ``model`` is a kit model name (``smollm2-135m``: its cached checkpoint), a hub id or a folder.
+    Scripts that call this need an ``if __name__ == "__main__":`` guard: vLLM starts its engine in a
+    new process that re-imports the main module.
+    """
+    from toolkit.agent.policies import _require_gpu_package, resolve_vllm_model, vllm_engine_kwargs
+
+    _require_gpu_package("vllm")
+    from vllm import LLM
+
+    path, tokenizer = resolve_vllm_model(model)
+    kwargs = {"enable_lora": True, "max_lora_rank": max_lora_rank, "max_loras": 1, **overrides}
+    return LLM(**vllm_engine_kwargs(path, **kwargs)), tokenizer
+
+
+class VLLMLoraSync:
+    """``policy_factory`` that generates with vLLM and the trainer's adapter as of its current step.
+
+    Args:
+        llm: a ``vllm.LLM`` started with ``enable_lora=True`` on the trainer's base checkpoint.
+        tokenizer: the kit tokenizer (tool chat template) the loop renders with.
+        adapter_root: where synced adapters are written (``<root>/step-<n>``).
+    """
+
+    def __init__(self, llm: Any, tokenizer: Any, adapter_root: str | Path, *, name: str = "vllm-lora"):
+        self.llm = llm
+        self.tokenizer = tokenizer
+        self.root = Path(adapter_root)
+        self.name = name
+        self.synced_step: int | None = None
+        self.lora_request: Any = None
+        self.history: list[dict[str, Any]] = []  # one entry per sync: step, lora id, folder
+        self._next_id = 1
+
+    def __call__(self, trainer: Any) -> Any:
+        step = int(trainer.state.global_step)
+        if step != self.synced_step:
+            model = trainer.accelerator.unwrap_model(trainer.model)
+            self.sync(model, step)
+        return self._policy(self.lora_request, f"{self.name}@{step}")
+
+    def sync(self, peft_model: Any, step: int) -> Any:
+        """Save the active adapter and make it the one vLLM generates with (a new LoRA id)."""
+        from vllm.lora.request import LoRARequest
+
+        folder = self.root / f"step-{step}"
+        if folder.exists():
+            shutil.rmtree(folder)  # a resumed run re-syncs the same step with new weights
+        # Only the trained adapter: TRL may hold a frozen "ref" adapter beside it.
+        peft_model.save_pretrained(str(folder), selected_adapters=[peft_model.active_adapter])
+        lora_id = self._next_id
+        self._next_id += 1
+        self.lora_request = LoRARequest(f"step-{step}-{lora_id}", lora_id, str(folder))
+        self.synced_step = step
+        self.history.append({"step": step, "lora_id": lora_id, "path": str(folder)})
+        for old in self.history[:-ADAPTERS_KEPT]:
+            shutil.rmtree(old["path"], ignore_errors=True)
+        return self.lora_request
+
+    def policy_for(self, adapter: str | Path | None) -> Any:
+        """An evaluation policy on this engine: the base model, or a saved adapter under a new id."""
+        from vllm.lora.request import LoRARequest
+
+        if adapter is None:
+            return self._policy(None, f"{self.name}:base")
+        lora_id = self._next_id
+        self._next_id += 1
+        return self._policy(LoRARequest(f"eval-{lora_id}", lora_id, str(adapter)), f"{self.name}:{adapter}")
+
+    def _policy(self, lora_request: Any, name: str) -> Any:
+        from toolkit.agent.policies import VLLMPolicy
+
+        return VLLMPolicy(self.llm, self.tokenizer, lora_request=lora_request, name=name)
+
+
+class VLLMBackend:
+    """The one pipeline's backend with vLLM generation: model loading, SFT and the GRPO update as the
+    transformers backend (transformers + PEFT), every rollout and the held-out evaluation through one vLLM
+    engine on the recipe's base model with the current LoRA (CPU backend, or CUDA where there is one).
+    The engine starts on first use and stays up for the run."""
+
+    name = "vllm"
+
+    def __init__(self, recipe: Recipe, *, engine: tuple[Any, Any] | None = None):
+        self.recipe = recipe
+        self._engine = engine
+        self._sync: VLLMLoraSync | None = None
+        self._use_cpu = _no_cuda()
+
+    @property
+    def engine(self) -> tuple[Any, Any]:
+        if self._engine is None:
+            self._engine = start_engine(self.recipe.model, max_lora_rank=_vllm_rank(self.recipe))
+        return self._engine
+
+    def sft_model(self) -> tuple[Any, Any, Any]:
+        from toolkit.models import load_policy
+        from toolkit.train.config import build_lora_config
+
+        model, tokenizer = load_policy(self.recipe.model, dtype=self.recipe.dtype)
+        return model, tokenizer, build_lora_config(self.recipe)
+
+    def sft_config(self, out: Path, report_to: Any) -> Any:
+        from toolkit.train.config import build_sft_config
+
+        return build_sft_config(self.recipe, out, use_cpu=self._use_cpu, report_to=report_to)
+
+    def grpo_model(self, warm: Path | None) -> tuple[Any, Any]:
+        from toolkit.models import load_policy
+        from toolkit.train.config import build_lora_config
+        from toolkit.train.grpo import peft_model_for_grpo
+
+        model, tokenizer = load_policy(self.recipe.model, dtype=self.recipe.dtype)
+        return peft_model_for_grpo(model, build_lora_config(self.recipe), warm), tokenizer
+
+    def grpo_config(self, out: Path, report_to: Any) -> Any:
+        from toolkit.train.config import build_grpo_config
+
+        self._sync = VLLMLoraSync(*self.engine, Path(out) / "vllm-lora")
+        return build_grpo_config(self.recipe, out, use_cpu=self._use_cpu, report_to=report_to)
+
+    def rollout_policy(self, trainer: Any) -> Any:
+        if self._sync is None:
+            self._sync = VLLMLoraSync(*self.engine, Path(trainer.args.output_dir) / "vllm-lora")
+        return self._sync(trainer)
+
+    def eval_policy(self, adapter: Path | None, label: str) -> Any:
+        sync = self._sync or VLLMLoraSync(*self.engine, Path(adapter or ".") / "vllm-lora")
+        policy = sync.policy_for(adapter)
+        policy.name = label
+        return policy
+
+    def merge(self, adapter: Path, out: Path) -> None:
+        from toolkit.train.export import merge_adapter
+
+        merge_adapter(self.recipe.model, adapter, out, dtype=self.recipe.dtype)
+
+    def release(self) -> None:
+        gc.collect()  # the engine stays: starting it again costs more than it holds
+
+
+def _vllm_rank(recipe: Recipe) -> int:
+    rank = int(recipe.lora.get("r", 16))
+    return next((r for r in (8, 16, 32, 64, 128, 256, 512) if r >= rank), rank)  # the ranks vLLM accepts
+
+
+def _no_cuda() -> bool:
+    import torch
+
+    return not torch.cuda.is_available()
