@@ -24,11 +24,11 @@ CHECK = textwrap.dedent(
 
     here = Path(toolkit.__file__).resolve().parent
     assert here.is_relative_to(Path(sys.argv[1]).resolve()), f"imported from {here}, not the install"
-    recipe = load_recipe("prove")
+    recipe = load_recipe("scale")  # names the task sample shipped in the package
     tasks = suites.get_suite("kit-eval").load_tasks(limit=3)
     print(json.dumps({
         "recipes": list_recipes(),
-        "prove_tasks_exist": Path(recipe.tasks).is_file() and Path(recipe.eval_tasks).is_file(),
+        "scale_tasks_exist": Path(recipe.tasks).is_file() and Path(recipe.eval_tasks).is_file(),
         "kit_eval": len(tasks),
         "reference": len(plots.load_reference()),
     }))
@@ -62,7 +62,7 @@ def test_wheel_install_runs_from_another_directory(tmp_path):
 
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert {"bespoke", "cpu-demo", "prove", "scale"} <= set(out["recipes"])
-    assert out["prove_tasks_exist"] and out["kit_eval"] == 3 and out["reference"] > 0
+    assert out["scale_tasks_exist"] and out["kit_eval"] == 3 and out["reference"] > 0
 
     listing = subprocess.run([sys.executable, "-m", "toolkit.cli", "envs", "list"], **run)
     assert listing.returncode == 0, listing.stderr[-3000:]
