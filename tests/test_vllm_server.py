@@ -93,7 +93,8 @@ def test_rubric_judge_grades_through_the_served_model_and_calibrates(server, tmp
     from toolkit.eval.suites import KIT_EVAL_TASKS
 
     gold = tmp_path / "gold"
-    done = mcp_rl("eval", "--policy", "gold", "--suite", "kit-eval", "--limit", "3", "--out", str(gold))
+    # one task keeps CI short: the judge writes a few tokens a second here
+    done = mcp_rl("eval", "--policy", "gold", "--suite", "kit-eval", "--limit", "1", "--out", str(gold))
     assert done.returncode == 0, done.stderr[-3000:]
     # short replies, one retry: a 135M model on 2 cores writes a few tokens a second
     config = {**server.judge_config(), "max_tokens": 160, "batch_size": 8, "max_retries": 1, "timeout": 300}
@@ -104,7 +105,7 @@ def test_rubric_judge_grades_through_the_served_model_and_calibrates(server, tmp
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     out = json.loads(done.stdout)
-    assert out["aggregate"]["n"] == 3
+    assert out["aggregate"]["n"] == 1
     stats = out["judge_stats"]
     print("SmolLM2-135M judge:", json.dumps({"calibration": out["calibration"], "judge_stats": stats}))
     assert stats["requests"] > 0  # the judge really asked the endpoint
