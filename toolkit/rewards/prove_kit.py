@@ -36,24 +36,11 @@ from typing import Any
 
 from toolkit.records import CallRecord, GoldCall, RewardResult, Task, Trajectory
 from toolkit.rewards.base import Reward, model_calls
-from toolkit.rewards.matching import default_tool_schemas, dependency_match, required_params_ok, schemas_from
+from toolkit.rewards.matching import default_tool_schemas, dependency_match, schemas_from
 from toolkit.rewards.normalize import loose_equal
+from toolkit.rewards.prove import call_validity, keys_match  # the same per-call checks as published
 
 DEFAULT_WEIGHTS = {"validity": 0.5, "coverage": 0.5, "precision": 0.15, "arg_match": 0.2, "abstention": 0.1}
-
-
-def call_validity(call: CallRecord, task: Task, schemas: Mapping[str, dict[str, Any]]) -> float:
-    """PROVE's graduated per-call validity: 0, 1/3, 2/3 or 1."""
-    in_schema = call.name in task.tools and (not schemas or call.name in schemas)
-    if not in_schema:
-        return 0.0
-    if not required_params_ok(call.args, schemas.get(call.name)):
-        return 1 / 3
-    return 1.0 if call.ok else 2 / 3
-
-
-def _keys_match(step: GoldCall, call: CallRecord) -> bool:
-    return call.name == step.name and call.args is not None and all(k in call.args for k in step.arguments)
 
 
 def _value_share(step: GoldCall, call: CallRecord) -> float:
@@ -110,7 +97,7 @@ class ProveKitReward(Reward):
         penalty = -self.alpha * max(0, n - budget) / max(budget, 1)
         if n_gold:
             validity = sum(call_validity(c, task, self.schemas) for c in calls) / n if n else 0.0
-            matched = dependency_match(gold, calls, _keys_match)
+            matched = dependency_match(gold, calls, keys_match)
             coverage = len(matched) / n_gold
             gold_names = {g.name for g in gold}
             precision = sum(c.name in gold_names for c in calls) / n if n else 0.0
