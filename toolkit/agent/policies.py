@@ -212,7 +212,20 @@ VLLM_LOGPROBS_MODE = "processed_logprobs"
 def vllm_engine_kwargs(model: str, **llm_kwargs: Any) -> dict[str, Any]:
     """Keyword arguments for ``vllm.LLM``: sampling-distribution logprobs, the CPU backend's settings
     when there is no CUDA device (:func:`vllm_cpu_defaults`), then the caller's."""
+    if _vllm_on_cpu():
+        bind_vllm_cpu_threads()
     return {"model": model, "logprobs_mode": VLLM_LOGPROBS_MODE, **vllm_cpu_defaults(), **llm_kwargs}
+
+
+def bind_vllm_cpu_threads() -> None:
+    """Give vLLM's CPU worker every core this process may use. By default it reserves one core for its
+    front end and binds its OpenMP threads to the rest: one thread of two on a 2-core machine. Only
+    unset variables are filled in (they are read when an engine starts)."""
+    cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    if not cores:
+        return
+    os.environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", ",".join(str(c) for c in cores))
+    os.environ.setdefault("VLLM_CPU_NUM_OF_RESERVED_CPU", "0")
 
 
 def vllm_cpu_defaults() -> dict[str, Any]:
@@ -275,6 +288,7 @@ class VLLMPolicy:
         self, llm: Any, tokenizer: Any = None, *, lora_request: Any = None, name: str = "vllm", **llm_kwargs
     ):
         _require_gpu_package("vllm")
+        self.owns_engine = isinstance(llm, str)
         if isinstance(llm, str):
             from vllm import LLM
 
@@ -318,6 +332,16 @@ class VLLMPolicy:
         prompts = [{"prompt_token_ids": list(r.prompt_ids or [])} for r in requests]
         outputs = self._engine_generate(prompts, [self._sampling_params(r) for r in requests])
         return [_from_vllm_output(out.outputs[0]) for out in outputs]
+
+    def close(self) -> None:
+        """Stop the engine's process and free its memory (KV cache, weights), if this policy started it;
+        an engine handed in belongs to the caller."""
+        if not self.owns_engine or self.llm is None:
+            return
+        core = getattr(getattr(self.llm, "llm_engine", None), "engine_core", None)
+        if core is not None and hasattr(core, "shutdown"):
+            core.shutdown()
+        self.llm = None
 
 
 def _from_vllm_output(completion: Any) -> Generation:
@@ -542,6 +566,13 @@ def make_policy(spec: str, *, adapter: str | None = None, dtype: Any = None) -> 
         model, _, base_url = spec[len("openai:") :].partition("@")
         return OpenAIPolicy(model, base_url or None)
     if spec.startswith("vllm:"):
+        if adapter is not None and _vllm_on_cpu():
+            # On vLLM's CPU backend a LoRARequest makes prefill several times slower
+            # (models.merged_checkpoint): evaluate the merged weights, the same model at base speed.
+            from toolkit.models import merged_checkpoint
+
+            merged = merged_checkpoint(spec[len("vllm:") :], adapter)
+            return VLLMPolicy(str(merged), name=f"{spec}+{os.path.basename(str(adapter).rstrip('/'))}")
         lora = _lora_request(adapter)
         extra = {"enable_lora": True, "max_lora_rank": _adapter_rank(adapter)} if lora is not None else {}
         return VLLMPolicy(spec[len("vllm:") :], lora_request=lora, name=spec, **extra)

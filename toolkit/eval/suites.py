@@ -213,6 +213,7 @@ def default_rollout(
     def run(tasks: list[Task]) -> list[Trajectory]:
         return rollout(tasks, policy, config)  # also works inside Jupyter's running event loop
 
+    run.close = getattr(policy, "close", lambda: None)  # type: ignore[attr-defined]  # frees a vLLM engine
     return run
 
 
@@ -269,7 +270,11 @@ def run_eval(
     started = time.time()
     rollout_given = rollout is not None
     rollout = rollout or default_rollout(policy_spec, adapter, seed, spec, **(loop_config or {}))
-    trajs = rollout(task_list)
+    try:
+        trajs = rollout(task_list)
+    finally:
+        if not rollout_given:
+            rollout.close()  # type: ignore[attr-defined]  # the engine this run started (vLLM), if any
     if len(trajs) != len(task_list):
         raise RuntimeError(f"rollout returned {len(trajs)} trajectories for {len(task_list)} tasks")
     rollout_s = time.time() - started

@@ -106,7 +106,7 @@ class TransformersBackend:
         return TransformersPolicy(model, tokenizer, name=label)
 
     def merge(self, adapter: Path, out: Path) -> None:
-        from toolkit.train.export import merge_adapter
+        from toolkit.models import merge_adapter
 
         merge_adapter(self.recipe.model, adapter, out, dtype=self.recipe.dtype)
 

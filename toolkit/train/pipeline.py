@@ -18,6 +18,7 @@ Every stage is skipped on ``resume`` when its output exists, so a killed run pic
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import time
@@ -216,7 +217,8 @@ def run_recipe(
 ) -> dict[str, Any]:
     """Run a recipe end to end; returns the run summary (also written to ``out/summary.json``).
 
-    ``backend``: ``auto`` | ``cpu`` | ``gpu`` (default: the recipe's), or a backend object."""
+    ``backend``: ``auto`` | ``cpu`` | ``gpu`` | ``vllm`` (default: the recipe's; a recipe's ``vllm`` falls
+    back to ``cpu`` where vLLM is not installed), or a backend object."""
     from toolkit.train.device import describe, detect_backend
 
     out = Path(out_dir)
@@ -226,7 +228,13 @@ def run_recipe(
                 f"{out} holds a run already: pass --resume to continue it, or another --out"
             )
     if backend is None or isinstance(backend, str):
-        chosen = detect_backend(backend or recipe.backend)
+        requested = backend or recipe.backend
+        if backend is None and requested == "vllm" and importlib.util.find_spec("vllm") is None:
+            # the recipe's choice, not the user's: where vLLM does not install (no AVX-512, macOS), the
+            # same stages run with transformers generation, slower (README, "vLLM on the CPU")
+            _log("the recipe asks for the vllm backend, and vLLM is not installed: using cpu")
+            requested = "cpu"
+        chosen = detect_backend(requested)
         _log(f"recipe {recipe.name}: model {recipe.model}, backend {chosen} ({describe()})")
         backend = make_backend(chosen, recipe)
     if is_main_process():

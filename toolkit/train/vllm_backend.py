@@ -118,6 +118,7 @@ class VLLMBackend:
         self.recipe = recipe
         self._engine = engine
         self._sync: VLLMLoraSync | None = None
+        self._eval: Any = None  # the engine serving a merged adapter for evaluation (CPU)
         self._use_cpu = _no_cuda()
 
     @property
@@ -158,18 +159,32 @@ class VLLMBackend:
         return self._sync(trainer)
 
     def eval_policy(self, adapter: Path | None, label: str) -> Any:
+        """The held-out evaluation policy. On vLLM's CPU backend an adapter is merged into the base weights
+        and served by an engine of its own, stopped by ``release``: with a LoRARequest, CPU prefill gathers
+        one weight matrix per token (``toolkit.models.merged_checkpoint``) and held-out prompts, all
+        different, share no prefix cache. On CUDA the LoRA kernels are fast: the rollout engine serves it."""
+        if adapter is not None and self._use_cpu:
+            from toolkit.agent.policies import VLLMPolicy
+            from toolkit.models import merged_checkpoint
+
+            merged = merged_checkpoint(self.recipe.model, adapter, dtype=self.recipe.dtype or "bf16")
+            self._eval = VLLMPolicy(str(merged), name=label)
+            return self._eval
         sync = self._sync or VLLMLoraSync(*self.engine, Path(adapter or ".") / "vllm-lora")
         policy = sync.policy_for(adapter)
         policy.name = label
         return policy
 
     def merge(self, adapter: Path, out: Path) -> None:
-        from toolkit.train.export import merge_adapter
+        from toolkit.models import merge_adapter
 
         merge_adapter(self.recipe.model, adapter, out, dtype=self.recipe.dtype)
 
     def release(self) -> None:
-        gc.collect()  # the engine stays: starting it again costs more than it holds
+        if self._eval is not None:  # the evaluation engine; the rollout engine stays up for the run
+            self._eval.close()
+            self._eval = None
+        gc.collect()
 
 
 def _vllm_rank(recipe: Recipe) -> int:
