@@ -259,9 +259,11 @@ def merge_adapter(
     return out
 
 
-def merged_checkpoint(base: str, adapter: str | Path, *, dtype: Any = "bf16") -> Path:
-    """``merge_adapter`` into the cache (``<cache>/merged/<digest>``), keyed by the base model's name, the
-    dtype and the bytes of the adapter's config and weights: the same adapter merges once.
+def merged_checkpoint(
+    base: str, adapter: str | Path, *, dtype: Any = "bf16", root: str | Path | None = None
+) -> Path:
+    """``merge_adapter`` into the cache (``<root or cache>/merged/<digest>``), keyed by the base model's
+    name, the dtype and the bytes of the adapter's config and weights: the same adapter merges once.
 
     Why: vLLM's CPU backend applies a LoRARequest with plain-torch kernels that gather one weight matrix
     per token, so prefill with an adapter is several times slower than without (README, "vLLM on the
@@ -276,10 +278,11 @@ def merged_checkpoint(base: str, adapter: str | Path, *, dtype: Any = "bf16") ->
             digest.update(name.encode() + (folder / name).read_bytes())
     if not (folder / "adapter_config.json").is_file():
         raise FileNotFoundError(f"{folder}: no adapter_config.json (not a PEFT adapter folder)")
-    target = cache_dir() / "merged" / digest.hexdigest()[:16]
+    merged_root = Path(root) if root is not None else cache_dir() / "merged"
+    target = merged_root / digest.hexdigest()[:16]
     if (target / "config.json").exists():
         return target
-    with _lock(cache_dir() / f".merged-{target.name}.lock"):
+    with _lock(merged_root / f".{target.name}.lock"):
         if not (target / "config.json").exists():
             _save_atomically(target, lambda tmp: merge_adapter(base, folder, tmp, save_dtype=dtype))
     return target

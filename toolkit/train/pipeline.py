@@ -205,6 +205,10 @@ def make_backend(name: str, recipe: Recipe) -> Any:
     return getattr(importlib.import_module(module), cls)(recipe)
 
 
+def vllm_installed() -> bool:
+    return importlib.util.find_spec("vllm") is not None
+
+
 def run_recipe(
     recipe: Recipe,
     out_dir: str | Path,
@@ -229,7 +233,7 @@ def run_recipe(
             )
     if backend is None or isinstance(backend, str):
         requested = backend or recipe.backend
-        if backend is None and requested == "vllm" and importlib.util.find_spec("vllm") is None:
+        if backend is None and requested == "vllm" and not vllm_installed():
             # the recipe's choice, not the user's: where vLLM does not install (no AVX-512, macOS), the
             # same stages run with transformers generation, slower (README, "vLLM on the CPU")
             _log("the recipe asks for the vllm backend, and vLLM is not installed: using cpu")
