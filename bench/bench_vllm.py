@@ -8,6 +8,8 @@
 - grpo: one GRPO step with the cpu-demo recipe's GRPO settings (no warm start: this times the step, it
   does not train), rollouts by the transformers policy vs by vLLM with the hot-swapped LoRA
   (``toolkit.train.vllm_backend``); the update is the same TRL + PEFT code in both.
+- adapter-eval: a trained adapter evaluated through a LoRARequest vs through its merged weights (what the
+  vllm backend and ``vllm:`` policy do on a CPU).
 
 Both sides get every core: torch's threads for transformers, ``VLLM_CPU_OMP_THREADS_BIND`` for vLLM
 (whose default reserves one core for the frontend). Both run bf16, the cpu-demo recipe's dtype. The
@@ -15,6 +17,7 @@ vLLM engine start (and its memory) is reported on its own line, not inside the r
 
     python -m bench.bench_vllm                              # all parts (tens of minutes on 2 cores)
     python -m bench.bench_vllm --parts rollout --episodes 16
+    python -m bench.bench_vllm --parts adapter-eval --adapter runs/cpu-demo/sft/adapter --eval-tasks 50
 """
 
 from __future__ import annotations
@@ -145,6 +148,40 @@ def part_grpo(recipe: Any, tasks: list[Any], engine: tuple[Any, Any], workdir: P
     return out
 
 
+def part_adapter_eval(
+    engine: tuple[Any, Any], recipe: Any, tasks: list[Any], adapter: str, workdir: Path
+) -> dict:
+    """Greedy evaluation of one trained adapter two ways: a ``LoRARequest`` on the rollout engine (a new
+    id, as the GRPO loop hands each step's adapter over) vs its merged weights on an engine of their own
+    (``toolkit.models.merged_checkpoint``; the merge and the engine start are timed on their own line)."""
+    from vllm.lora.request import LoRARequest
+
+    from toolkit.agent.loop import rollout
+    from toolkit.agent.policies import VLLMPolicy
+    from toolkit.models import merged_checkpoint
+
+    greedy = dataclasses.replace(recipe.loop_config(), temperature=0.0)
+    out: dict[str, Any] = {"tasks": len(tasks), "adapter": adapter}
+    lora = VLLMPolicy(*engine, lora_request=LoRARequest("bench-adapter", 10_000, adapter))
+    started = time.perf_counter()
+    merged_path = merged_checkpoint(recipe.model, adapter, dtype=recipe.dtype, root=workdir / "merged")
+    merged = VLLMPolicy(str(merged_path))
+    out["merge_and_engine_start_s"] = round(time.perf_counter() - started, 1)
+    answers = {}
+    for name, policy in (("lora_request", lora), ("merged", merged)):
+        started = time.perf_counter()
+        trajs = rollout(tasks, policy, greedy)
+        out[name] = {"wall_s": round(time.perf_counter() - started, 1)}
+        answers[name] = [t.final_answer for t in trajs]
+    merged.close()
+    out["same_final_answer"] = sum(
+        a == b for a, b in zip(answers["lora_request"], answers["merged"], strict=True)
+    )
+    out["lora_over_merged_wall"] = round(out["lora_request"]["wall_s"] / out["merged"]["wall_s"], 2)
+    print(json.dumps({"adapter_eval": out}), flush=True)
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -157,6 +194,7 @@ def main() -> None:
         help="episodes per backend and batch size (at least the batch size)",
     )
     parser.add_argument("--eval-tasks", type=int, default=100)
+    parser.add_argument("--adapter", default=None, help="a trained LoRA folder (the adapter-eval part)")
     parser.add_argument("--workdir", default=None, help="where tasks and outputs go (a temp folder)")
     args = parser.parse_args()
     import importlib.util
@@ -190,6 +228,12 @@ def main() -> None:
         report["grpo"] = part_grpo(recipe, train_tasks, engine, workdir)
     if "eval" in args.parts:
         report["eval"] = part_eval(policies, eval_tasks[: args.eval_tasks], loop, workdir)
+    if "adapter-eval" in args.parts:
+        if not args.adapter:
+            parser.error("--parts adapter-eval needs --adapter DIR (a trained LoRA adapter folder)")
+        report["adapter_eval"] = part_adapter_eval(
+            engine, recipe, eval_tasks[: args.eval_tasks], args.adapter, workdir
+        )
     print(json.dumps({"report": report}, default=str))
 
 

@@ -3,6 +3,8 @@ is reported with the notebook and the cell named."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import nbformat
 import pytest
 
@@ -47,3 +49,16 @@ def test_runner_injects_parameters_and_names_failing_cell(tmp_path):
     msg = str(err.value)
     assert "02_bad.ipynb" in msg and "ValueError" in msg and "boom in cell" in msg
     assert "cell 2 failed" in msg and "raise ValueError" in msg  # index and first line in the source
+
+
+@pytest.mark.integration
+def test_a_relative_out_folder_holds_the_artifacts_too(tmp_path, monkeypatch):
+    """The kernel runs in the notebook's folder: a relative OUT_DIR would land under it (it did, for
+    `make docs-notebooks`'s `--out build/notebooks`)."""
+    src = tmp_path / "src"
+    src.mkdir()
+    _write(src / "01_ok.ipynb", ["from pathlib import Path\nPath(OUT_DIR, 'made.txt').write_text('x')"])
+    monkeypatch.chdir(tmp_path)
+    notebooks.run_notebook(src / "01_ok.ipynb", Path("build"), smoke=True)
+    assert (tmp_path / "build" / "01_ok" / "made.txt").exists()
+    assert not (src / "build").exists()

@@ -97,7 +97,7 @@ def run_notebook(path: Path, out_dir: Path, *, smoke: bool, extra: dict | None =
     from papermill.exceptions import PapermillExecutionError
 
     out_dir.mkdir(parents=True, exist_ok=True)
-    artifacts = out_dir / path.stem
+    artifacts = (out_dir / path.stem).resolve()  # absolute: the kernel runs in the notebook's folder
     artifacts.mkdir(parents=True, exist_ok=True)
     output = out_dir / path.name
     params = {"SMOKE": smoke, "OUT_DIR": str(artifacts), **(extra or {})}
