@@ -103,3 +103,18 @@ def test_publish_refuses_smoke_runs_and_errors(tmp_path):
         notebooks.publish(executed("broken", smoke=False, error=True), dest)
     assert not dest.exists()
     assert notebooks.publish(executed("full", smoke=False), dest) == [dest / "01_a.ipynb"]
+
+
+def test_published_copies_drop_stderr_and_the_repository_path(tmp_path):
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("run()")
+    cell.outputs = [
+        nbformat.v4.new_output("stream", name="stderr", text="100%|####| 4/4 UserWarning: ...\n"),
+        nbformat.v4.new_output("stream", name="stdout", text=f"run {tmp_path}/runs/a: done\n"),
+        nbformat.v4.new_output("execute_result", data={"text/plain": "42"}, execution_count=1),
+    ]
+    nb.cells = [nbformat.v4.new_markdown_cell("# title"), cell]
+    cleaned = notebooks.for_readers(nb, root=tmp_path)
+    outputs = cleaned.cells[1].outputs
+    assert [o.output_type for o in outputs] == ["stream", "execute_result"]
+    assert outputs[0].text == "run runs/a: done\n"

@@ -19,6 +19,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from toolkit.paths import BUILD_DIR, NOTEBOOKS_DIR, REPO_ROOT
 
@@ -189,9 +190,29 @@ def publish(executed_dir: Path, dest: Path = DOCS_NOTEBOOKS) -> list[Path]:
     written = []
     for path in found:
         target = dest / path.name
-        target.write_bytes(path.read_bytes())
+        text = nbformat.writes(for_readers(nbformat.read(str(path), as_version=4)))
+        # paths in displays and papermill's metadata too: relative to the repository
+        target.write_text(text.replace(str(REPO_ROOT).rstrip("/") + "/", ""), encoding="utf-8")
         written.append(target)
     return written
+
+
+def for_readers(nb: Any, root: Path = REPO_ROOT) -> Any:
+    """An executed notebook as a reader should see it: without stderr streams (progress bars, library
+    warnings: noise on GitHub, and they name the machine's install paths) and with the repository's
+    absolute path cut from printed paths."""
+    prefix = str(root).rstrip("/") + "/"
+    for cell in nb.cells:
+        kept = []
+        for out in cell.get("outputs", []):
+            if out.get("output_type") == "stream":
+                if out.get("name") == "stderr":
+                    continue
+                out["text"] = out["text"].replace(prefix, "")
+            kept.append(out)
+        if cell.get("cell_type") == "code":
+            cell["outputs"] = kept
+    return nb
 
 
 def _cmd_publish(args: argparse.Namespace) -> int:
