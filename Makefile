@@ -60,7 +60,7 @@ bench: setup
 	$(BIN)/python -m bench.run_all
 
 reproduce-cpu: setup
-	$(BIN)/mcp-rl train --recipe cpu-demo --out runs/cpu-demo --evaluate
+	$(BIN)/mcp-rl train --recipe cpu-demo --out runs/cpu-demo --evaluate --test
 
 clean:
 	rm -rf build runs .pytest_cache .ruff_cache

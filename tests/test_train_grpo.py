@@ -103,6 +103,16 @@ def test_recipe_runs_sft_then_grpo_masks_tools_and_resumes(tmp_path, answer_leng
         "episodes/tool_calls_mean",
     ):
         assert key in grpo[0], key
+    # per-kind diagnostics (toolkit.train.diagnostics): where one kind fed the step, its reward mean is
+    # the step's reward
+    for record in grpo:
+        kinds = {k.split("/")[1] for k in record if k.startswith("kinds/") and k.endswith("/reward_mean")}
+        assert kinds, record
+        if len(kinds) == 1:
+            (kind,) = kinds
+            assert record[f"kinds/{kind}/reward_mean"] == pytest.approx(record["reward"], abs=1e-5)
+            assert record[f"kinds/{kind}/share"] == 1.0
+            assert 0.0 <= record[f"kinds/{kind}/zero_std_share"] <= 1.0
     # a run folder is never overwritten by accident; --resume with everything done is a no-op
     with pytest.raises(FileExistsError):
         run_recipe(recipe_from_dict(LEARNING, "small"), out)

@@ -3,6 +3,7 @@
 mcp-rl train --recipe cpu-demo --out runs/cpu-demo --evaluate      the CPU proof (make reproduce-cpu)
 mcp-rl train --recipe bespoke --model Qwen/Qwen2.5-1.5B-Instruct --out runs/b --max-steps 200
 mcp-rl train --recipe cpu-demo --out runs/cpu-demo --resume        continue a killed run
+mcp-rl train --recipe cpu-demo --out runs/cpu-demo --resume --test  evaluate once on the recipe's test sets
 mcp-rl train --list                                                 the shipped recipes
 """
 
@@ -28,6 +29,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--out", default=None, help="run folder (required unless --list)")
     p.add_argument("--resume", action="store_true", help="continue the run in --out where it stopped")
     p.add_argument("--evaluate", action="store_true", help="held-out eval before and after GRPO")
+    p.add_argument(
+        "--test",
+        action="store_true",
+        help="after training, evaluate the warm start and GRPO adapters once on the recipe's eval.test_sets",
+    )
     p.add_argument(
         "--backend", choices=["auto", "gpu", "cpu", "vllm"], default=None, help="override the recipe's"
     )
@@ -91,9 +97,14 @@ def handle(args: argparse.Namespace) -> int:
         args.out,
         resume=args.resume,
         evaluate=args.evaluate,
+        test=args.test,
         backend=args.backend,
         merge=args.merge,
         report_to=args.report_to,
     )
-    print(json.dumps({k: v for k, v in summary.items() if k != "comparison"}, indent=1, sort_keys=True))
+    print(
+        json.dumps(
+            {k: v for k, v in summary.items() if k not in ("comparison", "test")}, indent=1, sort_keys=True
+        )
+    )
     return 0

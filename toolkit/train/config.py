@@ -141,6 +141,7 @@ def recipe_from_dict(data: dict[str, Any], name: str = "custom") -> Recipe:
         raise RecipeError(
             f"recipe {name!r}: grpo.reward_weights has {len(weights)} weight(s) for {len(rewards)} reward(s)"
         )
+    check_test_sets(name, data)
     if data.get("backend", "auto") not in ("auto", "gpu", "cpu", "vllm"):
         raise RecipeError(f"recipe {name!r}: backend must be auto, gpu, cpu or vllm")
     kwargs = {k: v for k, v in data.items() if v is not None or k in ("sft", "synth")}
@@ -150,6 +151,33 @@ def recipe_from_dict(data: dict[str, Any], name: str = "custom") -> Recipe:
     for section in ("lora", "rollout", "grpo", "eval", "reward_config"):
         kwargs[section] = dict(kwargs.get(section) or {})
     return Recipe(name=name, **kwargs)
+
+
+def check_test_sets(name: str, data: dict[str, Any]) -> None:
+    """``eval.test_sets``: a list of ``{seed, n}``, tasks synthesised from seeds the run never saw.
+
+    The point of a test set is that no choice was tuned on it, so its seed must differ from the synth
+    seed the train and dev tasks come from, and each test seed may appear once."""
+    sets = (data.get("eval") or {}).get("test_sets")
+    if sets is None:
+        return
+    if not isinstance(sets, list) or not all(isinstance(s, dict) and "seed" in s for s in sets):
+        raise RecipeError(f"recipe {name!r}: eval.test_sets must be a list of {{seed: INT, n: INT}}")
+    synth = data.get("synth")
+    if not synth:
+        raise RecipeError(f"recipe {name!r}: eval.test_sets needs a synth section to generate the tasks")
+    seeds = [s["seed"] for s in sets]
+    if not all(isinstance(x, int) for x in seeds) or not all(
+        isinstance(s.get("n", 1), int) and s.get("n", 1) > 0 for s in sets
+    ):
+        raise RecipeError(f"recipe {name!r}: eval.test_sets seeds and n must be positive integers")
+    if synth.get("seed", 0) in seeds:
+        raise RecipeError(
+            f"recipe {name!r}: test seed {synth.get('seed', 0)} is the synth seed of the train and dev"
+            " tasks; a test set must come from a seed the run never saw"
+        )
+    if len(set(seeds)) != len(seeds):
+        raise RecipeError(f"recipe {name!r}: eval.test_sets repeats a seed: {seeds}")
 
 
 def with_overrides(recipe: Recipe, overrides: dict[str, Any], *, unset: Iterable[str] = ()) -> Recipe:

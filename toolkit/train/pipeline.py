@@ -12,6 +12,8 @@ Run folder layout (``out``):
 - ``adapter/``: the final LoRA adapter (``merged/`` too with ``merge=True``)
 - ``metrics.jsonl``: one JSON object per logged step (``step``, ``phase``: sft | grpo, TRL's metrics)
 - ``eval/sft/``, ``eval/grpo/``: ``toolkit.eval.run_eval`` folders; ``summary.json``: the comparison
+- ``tasks/test-seed<S>/``, ``eval/test-seed<S>/{sft,grpo}/``: with ``test=True``, each of the recipe's
+  ``eval.test_sets`` (tasks from a seed no run was tuned on), evaluated once; ``summary.json``'s ``test``
 
 Every stage is skipped on ``resume`` when its output exists, so a killed run picks up where it stopped.
 """
@@ -139,6 +141,30 @@ def _of_kinds(tasks: list[Task], kinds: list[str]) -> list[Task]:
     return [t for t in tasks if t.metadata.get("kind") in wanted]
 
 
+def test_sets(recipe: Recipe, out: Path) -> list[tuple[int, list[Task]]]:
+    """The recipe's ``eval.test_sets`` as (seed, tasks): the eval split of the recipe's ``synth`` settings
+    generated from another seed (held-out templates as the dev set, new instances), written once into
+    ``out/tasks/test-seed<S>``. Test tasks whose prompt is also a training prompt are dropped."""
+    specs = recipe.eval.get("test_sets") or []
+    if not specs:
+        return []
+    if not recipe.synth:
+        raise ValueError("eval.test_sets needs the recipe's synth section")
+    train_prompts = {
+        t.prompt for t in read_tasks(resolve_task_files(recipe, out)[0], "train")
+    }  # the run's own training tasks
+    sets = []
+    for spec in specs:
+        seed, n = int(spec["seed"]), int(spec.get("n", 200))
+        folder = out / "tasks" / f"test-seed{seed}"
+        if not (folder / "eval.jsonl").exists():
+            _log(f"synthesising test set seed {seed} ({n} tasks) into {folder}")
+            synthesize_tasks({**recipe.synth, "seed": seed, "n_eval": n}, folder)
+        tasks = [t for t in read_tasks(folder / "eval.jsonl", "eval") if t.prompt not in train_prompts]
+        sets.append((seed, tasks[:n]))
+    return sets
+
+
 # ---- evaluation ----------------------------------------------------------------------------------------
 
 
@@ -215,6 +241,7 @@ def run_recipe(
     *,
     resume: bool = False,
     evaluate: bool = False,
+    test: bool = False,
     backend: str | Any | None = None,
     merge: bool = False,
     report_to: str | list[str] = "none",
@@ -245,7 +272,7 @@ def run_recipe(
         out.mkdir(parents=True, exist_ok=True)
         (out / "recipe.json").write_text(json.dumps(recipe.to_dict(), indent=1, sort_keys=True) + "\n")
     return run_stages(
-        recipe, out, backend, resume=resume, evaluate=evaluate, merge=merge, report_to=report_to
+        recipe, out, backend, resume=resume, evaluate=evaluate, test=test, merge=merge, report_to=report_to
     )
 
 
@@ -256,23 +283,24 @@ def run_stages(
     *,
     resume: bool = False,
     evaluate: bool = False,
+    test: bool = False,
     merge: bool = False,
     report_to: Any = "none",
 ) -> dict[str, Any]:
     """The stages, once for every backend (``toolkit.train.backends``); each is skipped on ``resume``
-    when its output exists."""
+    when its output exists. ``test``: after training, evaluate the warm start and the GRPO adapter on
+    each of the recipe's ``eval.test_sets`` (``summary["test"]``, keyed by seed)."""
     from toolkit.train.callbacks import MetricsJsonlCallback
     from toolkit.train.config import ref_sync_settings
     from toolkit.train.grpo import build_grpo_trainer
     from toolkit.train.sft import gold_trajectories, run_sft, sft_rows
 
     timings: dict[str, float] = {}
-    summary: dict[str, Any] = {
-        "recipe": recipe.name,
-        "model": recipe.model,
-        "out": str(out),
-        "backend": backend.name,
-    }
+    summary: dict[str, Any] = {}
+    if resume and (out / "summary.json").exists():  # a resumed run keeps what it reported before
+        summary = json.loads((out / "summary.json").read_text())
+        timings = dict(summary.get("timings_s") or {})
+    summary.update(recipe=recipe.name, model=recipe.model, out=str(out), backend=backend.name)
     train_file, eval_file = resolve_task_files(recipe, out)
     tasks = load_train_tasks(recipe, train_file)
     eval_tasks: list[Task] = []
@@ -371,17 +399,39 @@ def run_stages(
             timings["eval_after_s"] = time.time() - t0
             _log(f"held-out after GRPO: {_headline(res)}")
         summary["comparison"] = compare(before_dir, after_dir)
-        primary = summary["comparison"].get(PRIMARY_METRIC)
-        if primary:
-            _log(
-                f"{PRIMARY_METRIC}: {primary['before']:.3f} -> {primary['after']:.3f} "
-                f"(diff {primary['diff']:+.3f}, paired 95% CI [{primary['ci_low']:+.3f}, {primary['ci_high']:+.3f}]: "
-                f"{'zero is outside the interval' if primary['outside_ci'] else 'zero is INSIDE the interval'})"
-            )
+        _log_primary("held-out (dev)", summary["comparison"])
+    # 5. the test sets: tasks from seeds no choice was tuned on, evaluated once with the frozen recipe
+    if test and is_main_process():
+        summary["test"] = {}
+        for seed, test_tasks in test_sets(recipe, out):
+            t0 = time.time()
+            folder = out / "eval" / f"test-seed{seed}"
+            for label, adapter in (("sft-only" if warm else "base", warm), ("grpo", final_adapter)):
+                sub = folder / ("grpo" if label == "grpo" else before_dir.name)
+                if not (sub / "results.json").exists():  # evaluated once: a finished test set is kept
+                    res = evaluate_policy(
+                        backend.eval_policy(adapter, label), test_tasks, sub, label, eval_loop
+                    )
+                    backend.release()
+                    _log(f"test set seed {seed}, {label}: {_headline(res)}")
+            comparison = compare(folder / before_dir.name, folder / "grpo")
+            summary["test"][str(seed)] = {"n_tasks": len(test_tasks), "comparison": comparison}
+            timings[f"test_seed{seed}_s"] = time.time() - t0
+            _log_primary(f"test set seed {seed}", comparison)
     summary["timings_s"] = {k: round(v, 1) for k, v in timings.items()}
     if is_main_process():
         (out / "summary.json").write_text(json.dumps(summary, indent=1, sort_keys=True) + "\n")
     return summary
+
+
+def _log_primary(what: str, comparison: dict[str, Any]) -> None:
+    primary = comparison.get(PRIMARY_METRIC)
+    if primary:
+        _log(
+            f"{what}: {PRIMARY_METRIC} {primary['before']:.3f} -> {primary['after']:.3f} "
+            f"(diff {primary['diff']:+.3f}, paired 95% CI [{primary['ci_low']:+.3f}, {primary['ci_high']:+.3f}]: "
+            f"{'zero is outside the interval' if primary['outside_ci'] else 'zero is INSIDE the interval'})"
+        )
 
 
 def _headline(result: dict[str, Any]) -> str:

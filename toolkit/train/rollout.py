@@ -129,6 +129,7 @@ def make_rollout_func(
             calls, stop reason): what the policy actually did, for reading a run after the fact.
     """
     from toolkit.agent.loop import rollout
+    from toolkit.train.diagnostics import answer_correct_share
 
     started_logs: set[Path] = set()
 
@@ -158,6 +159,9 @@ def make_rollout_func(
         out["trajectory"] = [t.to_dict() for t in trajs]
         metrics = episode_metrics(trajs)
         metrics["episodes/rollout_seconds"] = time.perf_counter() - started
+        answer_correct = answer_correct_share(tasks, trajs)
+        if answer_correct is not None:
+            metrics["episodes/answer_correct"] = answer_correct
         _log_metrics(trainer, metrics)
         if rollout_log is not None:
             step = trainer.state.global_step
@@ -175,8 +179,11 @@ def make_rollout_func(
 
 
 def kit_grpo_trainer_class() -> type:
-    """``GRPOTrainer`` plus one line: remember the batch's dataset rows for the rollout function."""
+    """``GRPOTrainer`` plus two hooks: remember the batch's dataset rows for the rollout function, and
+    log per-kind reward diagnostics (``toolkit.train.diagnostics``) once the rewards are in."""
     from trl import GRPOTrainer
+
+    from toolkit.train.diagnostics import log_step_diagnostics
 
     class KitGRPOTrainer(GRPOTrainer):
         _kit_rows: list[dict[str, Any]] | None = None
@@ -184,5 +191,10 @@ def kit_grpo_trainer_class() -> type:
         def _generate_and_score_completions(self, inputs):
             self._kit_rows = inputs
             return super()._generate_and_score_completions(inputs)
+
+        def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
+            rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
+            log_step_diagnostics(self, inputs, rewards_per_func)
+            return rewards_per_func
 
     return KitGRPOTrainer
