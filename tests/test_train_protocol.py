@@ -141,3 +141,31 @@ def test_answer_correct_share_grades_the_final_answer(tmp_path):
     assert answer_correct_share(tasks, rollout(tasks, GoldPolicy(), config)) == 1.0
     assert answer_correct_share(tasks, rollout(tasks, ScriptedPolicy(turns("I cannot tell.")), config)) == 0.0
     assert answer_correct_share([], []) is None
+
+
+def test_publish_keeps_the_record_and_draws_the_figures(tmp_path):
+    from toolkit.train.pipeline import run_recipe
+    from toolkit.train.publish import publish_run
+
+    recipe = recipe_from_dict({**RECIPE, "sft": {"max_steps": 1}})
+    out = _finished_run(tmp_path)
+    (out / "summary.json").unlink()
+    run_recipe(recipe, out, resume=True, evaluate=True, test=True, backend=GoldVsSilent())
+    steps = [
+        {"step": s, "phase": "grpo", "reward": 0.1 * s, "episodes/answer_correct": 0.05 * s,
+         f"kinds/{'lookup' if s % 2 else 'chain'}/reward_mean": 0.1 * s,
+         f"kinds/{'lookup' if s % 2 else 'chain'}/zero_std_share": 0.5}
+        for s in range(1, 7)
+    ]  # fmt: skip
+    (out / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in steps))
+
+    dest = tmp_path / "docs" / "cpu-proof"
+    written = {p.name for p in publish_run(out, dest)}
+    assert {"summary.json", "recipe.json", "metrics.jsonl"} <= written
+    for figure in ("before_after", "training_curves", "kind_diagnostics", "before_after_test_seed11"):
+        assert {f"{figure}.png", f"{figure}.svg"} <= written, figure
+    assert json.loads((dest / "summary.json").read_text())["test"]["12"]["n_tasks"] == 4
+
+    (out / "metrics.jsonl").unlink()
+    with pytest.raises(FileNotFoundError, match="metrics.jsonl"):
+        publish_run(out, dest)

@@ -36,6 +36,7 @@ CURVES = (
     ("tool calls / episode", ("episodes/tool_calls_mean", "tool_calls", "tool_calls_per_episode")),
     ("tool failure rate", ("episodes/tool_failure_rate", "tool_failure_rate", "failure_rate")),
     ("finish rate", ("episodes/finish_rate", "finish_rate")),
+    ("answer correct (sampled)", ("episodes/answer_correct",)),
     ("KL", ("kl", "kl_mean")),
     ("loss", ("loss",)),
 )
@@ -346,6 +347,44 @@ def plot_reference(
     return save(fig, out_dir, name)
 
 
+KIND_PANELS = (("reward_mean", "reward by task kind"), ("zero_std_share", "zero-variance groups by kind"))
+
+
+def kind_columns(rows: list[dict[str, Any]]) -> list[str]:
+    """Task kinds with per-step diagnostics (``kinds/<kind>/...``, toolkit.train.diagnostics)."""
+    return sorted({k.split("/")[1] for r in rows for k in r if k.startswith("kinds/") and k.count("/") == 2})
+
+
+def plot_kind_diagnostics(
+    metrics_file: str | Path, out_dir: str | Path, name: str = "kind_diagnostics", window: int = 5
+) -> list[Path]:
+    """GRPO reward and zero-variance group share per task kind against the step, each as a running
+    mean over the last ``window`` steps that sampled the kind (a step often samples one task)."""
+    rows = [r for r in read_metrics_jsonl(metrics_file) if r.get("phase", "grpo") == "grpo"]
+    kinds = kind_columns(rows)
+    if not kinds:
+        raise ValueError(f"{metrics_file}: no per-kind diagnostics (kinds/<kind>/...) to plot")
+    fig, axes = plt.subplots(1, len(KIND_PANELS), figsize=(4.2 * len(KIND_PANELS), 3.0), squeeze=False)
+    for ax, (column, title) in zip(axes.flat, KIND_PANELS, strict=True):
+        for i, kind in enumerate(kinds):
+            key = f"kinds/{kind}/{column}"
+            pts = [
+                (r.get("step", j), r[key]) for j, r in enumerate(rows) if isinstance(r.get(key), int | float)
+            ]
+            if not pts:
+                continue
+            steps, vals = np.array(pts, dtype=float).T
+            running = np.array([vals[max(0, j - window + 1) : j + 1].mean() for j in range(len(vals))])
+            color = COLORS[(i + 1) % len(COLORS)]
+            ax.scatter(steps, vals, s=8, color=color, alpha=0.35)
+            ax.plot(steps, running, color=color, lw=1.5, label=f"{kind} ({len(vals)} steps)")
+        ax.set_title(title, fontsize=9)
+        ax.set_xlabel("step", fontsize=8)
+    axes.flat[0].legend(fontsize=7)
+    fig.tight_layout()
+    return save(fig, out_dir, name)
+
+
 def plot_all(
     result_dirs: list[str | Path],
     out_dir: str | Path,
@@ -365,6 +404,8 @@ def plot_all(
         paths += plot_finish_rate(runs, out_dir)
     if metrics_file:
         paths += plot_training_curves(metrics_file, out_dir)
+        if kind_columns(read_metrics_jsonl(metrics_file)):
+            paths += plot_kind_diagnostics(metrics_file, out_dir)
     if reference:
         paths += plot_reference(out_dir, runs, reference)
     return paths

@@ -4,6 +4,7 @@ mcp-rl train --recipe cpu-demo --out runs/cpu-demo --evaluate      the CPU proof
 mcp-rl train --recipe bespoke --model Qwen/Qwen2.5-1.5B-Instruct --out runs/b --max-steps 200
 mcp-rl train --recipe cpu-demo --out runs/cpu-demo --resume        continue a killed run
 mcp-rl train --recipe cpu-demo --out runs/cpu-demo --resume --test  evaluate once on the recipe's test sets
+mcp-rl train --out runs/cpu-demo --publish docs/cpu-proof           keep a finished run's record
 mcp-rl train --list                                                 the shipped recipes
 """
 
@@ -46,6 +47,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--set", action="append", default=[], metavar="KEY=VALUE", help="recipe override, e.g. grpo.beta=0.01"
     )
     p.add_argument("--list", action="store_true", help="list the shipped recipes and exit")
+    p.add_argument(
+        "--publish",
+        metavar="DEST",
+        default=None,
+        help="copy the finished run in --out (summary, recipe, metrics, figures) to DEST, e.g. docs/cpu-proof",
+    )
     p.set_defaults(func=handle)
 
 
@@ -83,6 +90,12 @@ def handle(args: argparse.Namespace) -> int:
         return 0
     if not args.out:
         raise ValueError("--out DIR is required")
+    if args.publish:
+        from toolkit.train.publish import publish_run
+
+        for path in publish_run(args.out, args.publish):
+            print(path)
+        return 0
     recipe = load_recipe(args.recipe)
     overrides, unset = parse_overrides(args)
     if recipe.sft is None or "sft" in unset:
