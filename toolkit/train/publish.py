@@ -35,7 +35,13 @@ def publish_run(run: str | Path, dest: str | Path) -> list[Path]:
         shutil.copyfile(run / name, dest / name)
         written.append(dest / name)
     labels = [before.name + "-only" if before.name == "sft" else before.name, "sft+grpo"]
-    written += plot_all([before, run / "eval" / "grpo"], dest, labels=labels, metrics_file=run / "metrics.jsonl", reference=None)
+    written += plot_all(
+        [before, run / "eval" / "grpo"],
+        dest,
+        labels=labels,
+        metrics_file=run / "metrics.jsonl",
+        reference=None,
+    )
     for seed in sorted(summary.get("test") or {}):
         folder = run / "eval" / f"test-seed{seed}"
         runs = [load_run(folder / before.name, labels[0]), load_run(folder / "grpo", labels[1])]
