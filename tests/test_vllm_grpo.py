@@ -208,8 +208,10 @@ def test_two_grpo_steps_with_vllm_generation_and_a_hot_swapped_lora(engine, chec
     assert max(diffs) < LOGPROB_MAX_TOLERANCE
 
 
-def test_vllm_backend_syncs_a_new_lora_id_per_step_and_evaluates_adapters(tmp_path):
-    """The one-pipeline backend's generation side, without an engine (the test above runs one)."""
+def test_vllm_backend_syncs_a_new_lora_id_per_step_and_evaluates_adapters(tmp_path, monkeypatch):
+    """The one-pipeline backend's generation side, without an engine (the test above runs one): a new
+    LoRA id per optimizer step; held-out evaluation through a LoRARequest on CUDA, and on merged weights
+    served by an engine of its own on a CPU (stopped by ``release``)."""
     from types import SimpleNamespace
 
     from peft import LoraConfig, get_peft_model
@@ -236,6 +238,28 @@ def test_vllm_backend_syncs_a_new_lora_id_per_step_and_evaluates_adapters(tmp_pa
     assert first.llm is engine and first.lora_request.lora_int_id == again.lora_request.lora_int_id
     assert later.lora_request.lora_int_id != first.lora_request.lora_int_id
     assert (Path(later.lora_request.lora_path) / "adapter_config.json").exists()
-    evaluated = backend.eval_policy(Path(later.lora_request.lora_path), "after")
+    adapter = Path(later.lora_request.lora_path)
+    backend._use_cpu = False  # as on CUDA: the rollout engine serves the adapter
+    evaluated = backend.eval_policy(adapter, "after")
     assert evaluated.name == "after" and evaluated.lora_request.lora_int_id not in (1, 2)
     assert backend.eval_policy(None, "before").lora_request is None
+
+    import toolkit.agent.policies as policies
+
+    started = []
+
+    class Engine:  # stands in for a VLLMPolicy that owns its engine
+        def __init__(self, model, name):
+            self.model, self.name, self.closed = model, name, False
+            started.append(self)
+
+        def close(self):
+            self.closed = True
+
+    monkeypatch.setattr(policies, "VLLMPolicy", Engine)
+    monkeypatch.setattr("toolkit.models.merged_checkpoint", lambda base, adapter, dtype: tmp_path / "merged")
+    backend._use_cpu = True
+    on_cpu = backend.eval_policy(adapter, "after")
+    assert on_cpu is started[0] and on_cpu.model == str(tmp_path / "merged") and on_cpu.name == "after"
+    backend.release()
+    assert on_cpu.closed
