@@ -78,11 +78,12 @@ MODEL = None  # None: the recipe's model (cpu-demo: the embedded smollm2-135m)
 SFT_STEPS = 20  # warm-start steps (batch 4)
 GRPO_STEPS = 4  # GRPO steps (1 task x 8 episodes each); the recipe's own is 26
 N_TASKS = 120  # synthesised train tasks
-N_EVAL = 30  # held-out tasks for the before/after comparison; the recipe's own is 100
+N_EVAL = 30  # held-out tasks for the before/after comparison; the recipe's own is 200
 EVALUATE = True  # greedy held-out evaluation of the SFT-only and the GRPO model
 THREADS = 0  # torch CPU threads (0: torch's default)
 BACKEND = None  # None: the recipe's (cpu-demo: vllm, or cpu where vLLM is not installed) | cpu | vllm | gpu
 PROOF_RUN = "../runs/cpu-demo"  # a finished `make reproduce-cpu` run folder, shown when present
+PROOF_RECORD = "../docs/cpu-proof"  # the kept record of the shipped proof run (summary, metrics, figures)
 
 # %%
 if SMOKE:  # seconds, not an hour: a random tiny model, one step of each stage
@@ -223,22 +224,45 @@ else:
 # "The CPU proof"; every run in docs/cpu-proof/README.md): pass@0.75 0.06 -> 0.10, +0.04 [+0.010, +0.075],
 # outside the paired CI, in 57.9 minutes.
 
+
 # %%
+def comparison_table(comparison):
+    columns = ["before", "after", "diff", "ci_low", "ci_high", "outside_ci"]
+    return pd.DataFrame(comparison).T[columns]
+
+
+def show_png(path):
+    if Path(path).exists():
+        display(Image(filename=str(path)))
+
+
+record = Path(PROOF_RECORD)
+if (record / "summary.json").exists():  # the shipped run, kept in the repository (no run needed)
+    kept = json.loads((record / "summary.json").read_text())
+    print(f"kept proof run: {kept['recipe']}, backend {kept['backend']}, timings {kept.get('timings_s')}")
+    print("dev set (the held-out tasks the recipe was tuned on):")
+    display(comparison_table(kept["comparison"]))
+    for seed, test in sorted(kept.get("test", {}).items()):
+        print(f"test set, synth seed {seed} ({test['n_tasks']} tasks no run was tuned on):")
+        display(comparison_table(test["comparison"]))
+        show_png(record / f"before_after_test_seed{seed}.png")
+    show_png(record / "training_curves.png")
+    show_png(record / "kind_diagnostics.png")
+else:
+    print(f"no kept proof record at {record.resolve()}")
+
 proof = Path(PROOF_RUN)
-if not SMOKE and (proof / "summary.json").exists():
+if not SMOKE and (proof / "summary.json").exists():  # your own `make reproduce-cpu` run
     proof_summary = json.loads((proof / "summary.json").read_text())
     paths = plot_training_curves(proof / "metrics.jsonl", out_dir, name="proof_training_curves")
     display(Image(filename=str(next(p for p in paths if str(p).endswith(".png")))))
     if "comparison" in proof_summary:
-        display(
-            pd.DataFrame(proof_summary["comparison"]).T[
-                ["before", "after", "diff", "ci_low", "ci_high", "outside_ci"]
-            ]
-        )
+        display(comparison_table(proof_summary["comparison"]))
+    for seed, test in sorted(proof_summary.get("test", {}).items()):
+        print(f"test set, synth seed {seed}:")
+        display(comparison_table(test["comparison"]))
 else:
-    print(
-        f"no finished proof run at {proof.resolve()}: run `make reproduce-cpu` (about 58 minutes on 2 cores)"
-    )
+    print(f"no finished proof run of your own at {proof.resolve()}: `make reproduce-cpu` writes one")
 
 # %% [markdown]
 # ## On a GPU (Colab T4 / A100 / H100)
