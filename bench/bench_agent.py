@@ -8,7 +8,7 @@ scripted. Both loops therefore do the same model work and the same number of too
 
 - kit: ``toolkit.agent.loop.run_episodes`` with ``TransformersPolicy``; tools over MCP on the
   episode's isolated world (``toolkit.envs.open_episode``, calculator server).
-- TRL: ``GRPOTrainer(tools=[calculate])._generate`` (trl 1.16), the path ``GRPOTrainer`` takes for
+- TRL: ``GRPOTrainer(tools=[calculate])._generate`` (trl 1.15, the pinned version), the path ``GRPOTrainer`` takes for
   every batch: ``_generate_single_turn`` then ``_tool_call_loop``; the tool is a plain Python function.
 
 "Outside generation" is the share of the rollout's wall time not spent inside ``model.generate``
