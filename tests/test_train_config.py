@@ -50,7 +50,7 @@ def test_recipes_match_the_write_ups(tmp_path):
         "prove",
     )
     demo = cfg.load_recipe("cpu-demo")
-    assert demo.model == "smollm2-135m" and demo.sft is not None and demo.dtype == "bf16"
+    assert demo.model == "smollm2-135m" and demo.sft is not None and demo.dtype == "bf16-if-native"
 
 
 def test_unknown_keys_are_errors(tmp_path):

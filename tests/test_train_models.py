@@ -56,6 +56,53 @@ def test_resolve_dtype():
         _resolve_dtype("int3")
 
 
+@pytest.mark.parametrize(
+    "avx512_bf16, amx, expected", [(True, False, "bf16"), (False, True, "bf16"), (False, False, "fp32")]
+)
+def test_bf16_if_native_follows_the_cpu(monkeypatch, avx512_bf16, amx, expected):
+    import torch
+
+    from toolkit import models
+    from toolkit.agent.policies import vllm_cpu_defaults, vllm_dtype
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: avx512_bf16, raising=False)
+    monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: amx, raising=False)
+    assert models.native_bf16() is (expected == "bf16")
+    assert models.resolve_dtype_name("bf16-if-native") == expected
+    assert models.resolve_dtype_name("bf16") == "bf16"  # an explicit dtype is never changed
+    want = torch.bfloat16 if expected == "bf16" else torch.float32
+    assert models._resolve_dtype("bf16-if-native") is want
+    assert vllm_dtype("bf16-if-native") == vllm_cpu_defaults()["dtype"] == str(want).removeprefix("torch.")
+    assert vllm_dtype("fp32") == "float32" and vllm_dtype("bf16") == "bfloat16"
+
+
+def test_merged_checkpoints_are_keyed_by_the_dtype_written(monkeypatch, tmp_path):
+    """bf16-if-native and the dtype it resolves to are one cache entry; the other dtype is another."""
+    from toolkit import models
+
+    adapter = tmp_path / "adapter"
+    adapter.mkdir()
+    (adapter / "adapter_config.json").write_text("{}")
+    (adapter / "adapter_model.safetensors").write_bytes(b"weights")
+    written = []
+    monkeypatch.setattr(models, "merge_adapter", lambda base, a, out, save_dtype: written.append(save_dtype))
+    monkeypatch.setattr(
+        models,
+        "_save_atomically",
+        lambda target, fn: (
+            fn(target),
+            target.mkdir(parents=True),
+            (target / "config.json").write_text("{}"),
+        ),
+    )
+    monkeypatch.setattr(models, "native_bf16", lambda: False)
+    a = models.merged_checkpoint("m", adapter, root=tmp_path / "cache")
+    b = models.merged_checkpoint("m", adapter, dtype="fp32", root=tmp_path / "cache")
+    c = models.merged_checkpoint("m", adapter, dtype="bf16", root=tmp_path / "cache")
+    assert a == b != c and written == ["fp32", "bf16"]
+
+
 TOOLS = [
     {
         "type": "function",

@@ -77,9 +77,35 @@ def prepare_tokenizer(tokenizer: Any, *, chat_template: str | None = None) -> An
     return tokenizer
 
 
+# A dtype name for recipes that want bf16 only where it is fast: bf16 on hardware that computes it
+# natively, float32 elsewhere (see ``native_bf16``).
+BF16_IF_NATIVE = "bf16-if-native"
+
+
+def native_bf16() -> bool:
+    """Whether this machine multiplies bf16 matrices natively: a CUDA GPU with bf16, or an x86 CPU with
+    AVX512-BF16 or AMX. Elsewhere torch's CPU bf16 matmul is a slow fallback: on a 2-core AMD EPYC with
+    AVX2 only, a LoRA forward + backward of SmolLM2-135M over 2 x 512 tokens took 210 s in bf16 and
+    9 s in float32 (docs/cpu-proof/README.md, "Machines"), so bf16 there is a trap, not a speed-up."""
+    import torch
+
+    if torch.cuda.is_available():
+        return bool(torch.cuda.is_bf16_supported())
+    probes = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")
+    return any(bool(getattr(torch.cpu, name, lambda: False)()) for name in probes)
+
+
+def resolve_dtype_name(dtype: Any) -> Any:
+    """``bf16-if-native`` -> ``"bf16"`` or ``"fp32"`` on this machine; any other value unchanged."""
+    if dtype == BF16_IF_NATIVE:
+        return "bf16" if native_bf16() else "fp32"
+    return dtype
+
+
 def _resolve_dtype(dtype: Any) -> Any:
     import torch
 
+    dtype = resolve_dtype_name(dtype)
     if dtype is None or dtype == "auto":
         return torch.float32 if dtype is None else "auto"
     if isinstance(dtype, torch.dtype):
@@ -218,8 +244,9 @@ def load_policy(
     Args:
         name: ``"smollm2-135m"``, ``"tiny-random"``, a Hugging Face model id or a local directory.
         adapter: optional directory of a PEFT (LoRA) adapter to load on top of the base model.
-        dtype: ``None`` (float32), ``"bf16"``, ``"fp16"``, ``"auto"`` or a ``torch.dtype``. On a
-            CPU with AVX512-bf16/AMX, bf16 is markedly faster (see docs/DESIGN.md).
+        dtype: ``None`` (float32), ``"bf16"``, ``"fp16"``, ``"auto"``, ``"bf16-if-native"`` (bf16 where
+            ``native_bf16()``, else float32) or a ``torch.dtype``. On a CPU with AVX512-BF16/AMX, bf16
+            is markedly faster; on one without (AVX2 only), many times slower.
     """
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -260,7 +287,7 @@ def merge_adapter(
 
 
 def merged_checkpoint(
-    base: str, adapter: str | Path, *, dtype: Any = "bf16", root: str | Path | None = None
+    base: str, adapter: str | Path, *, dtype: Any = BF16_IF_NATIVE, root: str | Path | None = None
 ) -> Path:
     """``merge_adapter`` into the cache (``<root or cache>/merged/<digest>``), keyed by the base model's
     name, the dtype and the bytes of the adapter's config and weights: the same adapter merges once.
@@ -272,6 +299,7 @@ def merged_checkpoint(
     import hashlib
 
     folder = Path(adapter)
+    dtype = resolve_dtype_name(dtype)  # the dtype written, not the recipe's word for it
     digest = hashlib.sha256(f"{base}\0{dtype}\0merged in float32".encode())
     for name in ("adapter_config.json", "adapter_model.safetensors", "adapter_model.bin"):
         if (folder / name).is_file():

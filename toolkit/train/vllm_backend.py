@@ -124,7 +124,9 @@ class VLLMBackend:
     @property
     def engine(self) -> tuple[Any, Any]:
         if self._engine is None:
-            self._engine = start_engine(self.recipe.model, max_lora_rank=_vllm_rank(self.recipe))
+            self._engine = start_engine(
+                self.recipe.model, max_lora_rank=_vllm_rank(self.recipe), **_engine_dtype(self.recipe)
+            )
         return self._engine
 
     def sft_model(self) -> tuple[Any, Any, Any]:
@@ -167,8 +169,10 @@ class VLLMBackend:
             from toolkit.agent.policies import VLLMPolicy
             from toolkit.models import merged_checkpoint
 
-            merged = merged_checkpoint(self.recipe.model, adapter, dtype=self.recipe.dtype or "bf16")
-            self._eval = VLLMPolicy(str(merged), name=label)
+            merged = merged_checkpoint(
+                self.recipe.model, adapter, dtype=self.recipe.dtype or "bf16-if-native"
+            )
+            self._eval = VLLMPolicy(str(merged), name=label, **_engine_dtype(self.recipe))
             return self._eval
         sync = self._sync or VLLMLoraSync(*self.engine, Path(adapter or ".") / "vllm-lora")
         policy = sync.policy_for(adapter)
@@ -185,6 +189,13 @@ class VLLMBackend:
             self._eval.close()
             self._eval = None
         gc.collect()
+
+
+def _engine_dtype(recipe: Recipe) -> dict[str, Any]:
+    """The engine computes in the recipe's dtype, as the trainer does (bf16-if-native resolved here)."""
+    from toolkit.agent.policies import vllm_dtype
+
+    return {} if recipe.dtype is None else {"dtype": vllm_dtype(recipe.dtype)}
 
 
 def _vllm_rank(recipe: Recipe) -> int:
