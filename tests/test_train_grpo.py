@@ -169,6 +169,42 @@ def test_evaluate_compares_the_warm_start_and_grpo_on_held_out_tasks(tmp_path):
 
 
 @pytest.mark.integration
+def test_curve_evaluates_every_kept_checkpoint_against_the_warm_start(tmp_path):
+    from toolkit.train.config import recipe_from_dict
+    from toolkit.train.pipeline import PRIMARY_METRIC, run_recipe
+
+    recipe = recipe_from_dict(
+        dict(
+            SMALL,
+            eval_tasks=str(TASKS),
+            grpo=dict(SMALL["grpo"], max_steps=3, save_steps=1, save_total_limit=None),
+            eval={"n_tasks": 2},
+        ),
+        "small",
+    )
+    out = tmp_path / "run"
+    summary = run_recipe(recipe, out, evaluate=True, curve=True)
+    assert [row["step"] for row in summary["curve"]] == [0, 1, 2, 3]
+    assert [row["folder"] for row in summary["curve"]] == [
+        "eval/sft",
+        "eval/curve/step-1",
+        "eval/curve/step-2",
+        "eval/grpo",
+    ]
+    first, last = summary["curve"][0]["metrics"][PRIMARY_METRIC], summary["curve"][-1]["metrics"]
+    assert first["diff"] == 0 and first["ci_low"] == first["ci_high"] == 0  # step 0 is the baseline itself
+    assert json.dumps(last) == json.dumps(summary["comparison"])  # the final point is the run's comparison
+    for step in (1, 2):
+        result = json.loads((out / "eval" / "curve" / f"step-{step}" / "results.json").read_text())
+        assert result["aggregate"]["metrics"][PRIMARY_METRIC]["n"] == 2
+    # a resumed run reads the evaluated checkpoints back instead of evaluating them again
+    stamp = (out / "eval" / "curve" / "step-1" / "results.json").stat().st_mtime_ns
+    again = run_recipe(recipe, out, resume=True, evaluate=True, curve=True)
+    assert json.dumps(again["curve"]) == json.dumps(summary["curve"])  # (NaN != NaN: compare the JSON)
+    assert (out / "eval" / "curve" / "step-1" / "results.json").stat().st_mtime_ns == stamp
+
+
+@pytest.mark.integration
 def test_rollout_func_returns_env_mask_and_trajectories(tmp_path):
     """The rollout output TRL receives: tool-output tokens are masked, one sample per prompt."""
     from toolkit.agent.loop import RolloutConfig

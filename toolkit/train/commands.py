@@ -4,6 +4,8 @@ mcp-rl train --recipe cpu-demo --out runs/cpu-demo --evaluate      the CPU proof
 mcp-rl train --recipe bespoke --model Qwen/Qwen2.5-1.5B-Instruct --out runs/b --max-steps 200
 mcp-rl train --recipe cpu-demo --out runs/cpu-demo --resume        continue a killed run
 mcp-rl train --recipe cpu-demo --out runs/cpu-demo --resume --test  evaluate once on the recipe's test sets
+mcp-rl train --recipe cpu-demo --out RUN --evaluate --curve --set grpo.save_steps=5 --set grpo.save_total_limit=null
+                                                                    the dev-set learning curve, every 5 steps
 mcp-rl train --out runs/cpu-demo --publish docs/cpu-proof           keep a finished run's record
 mcp-rl train --list                                                 the shipped recipes
 """
@@ -34,6 +36,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--test",
         action="store_true",
         help="after training, evaluate the warm start and GRPO adapters once on the recipe's eval.test_sets",
+    )
+    p.add_argument(
+        "--curve",
+        action="store_true",
+        help="with --evaluate: also evaluate every kept GRPO checkpoint on the dev set (the learning curve)",
     )
     p.add_argument(
         "--backend", choices=["auto", "gpu", "cpu", "vllm"], default=None, help="override the recipe's"
@@ -111,13 +118,16 @@ def handle(args: argparse.Namespace) -> int:
         resume=args.resume,
         evaluate=args.evaluate,
         test=args.test,
+        curve=args.curve,
         backend=args.backend,
         merge=args.merge,
         report_to=args.report_to,
     )
     print(
         json.dumps(
-            {k: v for k, v in summary.items() if k not in ("comparison", "test")}, indent=1, sort_keys=True
+            {k: v for k, v in summary.items() if k not in ("comparison", "test", "curve")},
+            indent=1,
+            sort_keys=True,
         )
     )
     return 0

@@ -14,6 +14,9 @@ Run folder layout (``out``):
 - ``eval/sft/``, ``eval/grpo/``: ``toolkit.eval.run_eval`` folders; ``summary.json``: the comparison
 - ``tasks/test-seed<S>/``, ``eval/test-seed<S>/{sft,grpo}/``: with ``test=True``, each of the recipe's
   ``eval.test_sets`` (tasks from a seed no run was tuned on), evaluated once; ``summary.json``'s ``test``
+- ``eval/curve/step-N/``: with ``curve=True``, every kept GRPO checkpoint evaluated on the dev set, the
+  learning curve in ``summary.json``'s ``curve`` (keep them with ``grpo.save_steps`` and
+  ``grpo.save_total_limit: null``)
 
 Every stage is skipped on ``resume`` when its output exists, so a killed run picks up where it stopped.
 """
@@ -197,6 +200,49 @@ def evaluate_model(
     return evaluate_policy(TransformersPolicy(model, tokenizer, name=label), tasks, out_dir, label, loop)
 
 
+def checkpoint_steps(folder: Path) -> list[tuple[int, Path]]:
+    """``(step, folder)`` of the TRL checkpoints in ``folder`` that hold an adapter, by step."""
+    found = []
+    for ckpt in folder.glob("checkpoint-*"):
+        step = ckpt.name.removeprefix("checkpoint-")
+        if step.isdigit() and (ckpt / "adapter_config.json").is_file():
+            found.append((int(step), ckpt))
+    return sorted(found)
+
+
+def learning_curve(
+    backend: Any,
+    out: Path,
+    eval_tasks: list[Task],
+    eval_loop: Any,
+    points: list[tuple[int, Path]],
+) -> list[dict[str, Any]]:
+    """The dev-set metrics along GRPO: ``points`` are ``(step, eval folder)`` of the warm start (step 0)
+    and the final adapter; every kept checkpoint in ``out/grpo`` between them is evaluated into
+    ``out/eval/curve/step-N`` (read back when done before). Each row: the step, then every metric's
+    paired comparison against step 0 on the same tasks."""
+    (first_step, before_dir), last = points[0], points[-1]
+    middle = []
+    for step, ckpt in checkpoint_steps(out / "grpo"):
+        if not first_step < step < last[0]:
+            continue
+        folder = out / "eval" / "curve" / f"step-{step}"
+        if not (folder / "results.json").exists():
+            label = f"grpo-step{step}"
+            evaluate_policy(backend.eval_policy(ckpt, label), eval_tasks, folder, label, eval_loop)
+            backend.release()
+            _log(
+                f"learning curve, step {step}: {_headline(json.loads((folder / 'results.json').read_text()))}"
+            )
+        middle.append((step, folder))
+    rows = []
+    for step, folder in [points[0], *middle, last]:
+        rows.append(
+            {"step": step, "folder": str(folder.relative_to(out)), "metrics": compare(before_dir, folder)}
+        )
+    return rows
+
+
 def compare(before_dir: Path, after_dir: Path) -> dict[str, Any]:
     """Paired bootstrap (same tasks) of every metric: after - before with its 95% interval."""
     from toolkit.eval.metrics import paired_bootstrap, read_task_results
@@ -242,6 +288,7 @@ def run_recipe(
     resume: bool = False,
     evaluate: bool = False,
     test: bool = False,
+    curve: bool = False,
     backend: str | Any | None = None,
     merge: bool = False,
     report_to: str | list[str] = "none",
@@ -261,7 +308,7 @@ def run_recipe(
     if backend is None or isinstance(backend, str):
         requested = backend or recipe.backend
         if backend is None and requested == "vllm" and not vllm_installed():
-            # the recipe's choice, not the user's: where vLLM does not install (no AVX-512, macOS), the
+            # the recipe's choice, not the user's: where vLLM does not install (not x86-64 Linux), the
             # same stages run with transformers generation, slower (README, "vLLM on the CPU")
             _log("the recipe asks for the vllm backend, and vLLM is not installed: using cpu")
             requested = "cpu"
@@ -272,7 +319,15 @@ def run_recipe(
         out.mkdir(parents=True, exist_ok=True)
         (out / "recipe.json").write_text(json.dumps(recipe.to_dict(), indent=1, sort_keys=True) + "\n")
     return run_stages(
-        recipe, out, backend, resume=resume, evaluate=evaluate, test=test, merge=merge, report_to=report_to
+        recipe,
+        out,
+        backend,
+        resume=resume,
+        evaluate=evaluate,
+        test=test,
+        curve=curve,
+        merge=merge,
+        report_to=report_to,
     )
 
 
@@ -284,12 +339,14 @@ def run_stages(
     resume: bool = False,
     evaluate: bool = False,
     test: bool = False,
+    curve: bool = False,
     merge: bool = False,
     report_to: Any = "none",
 ) -> dict[str, Any]:
     """The stages, once for every backend (``toolkit.train.backends``); each is skipped on ``resume``
     when its output exists. ``test``: after training, evaluate the warm start and the GRPO adapter on
-    each of the recipe's ``eval.test_sets`` (``summary["test"]``, keyed by seed)."""
+    each of the recipe's ``eval.test_sets`` (``summary["test"]``, keyed by seed). ``curve`` (with
+    ``evaluate``): every kept GRPO checkpoint on the dev set too (``summary["curve"]``)."""
     from toolkit.train.callbacks import MetricsJsonlCallback
     from toolkit.train.config import ref_sync_settings
     from toolkit.train.grpo import build_grpo_trainer
@@ -400,6 +457,13 @@ def run_stages(
             _log(f"held-out after GRPO: {_headline(res)}")
         summary["comparison"] = compare(before_dir, after_dir)
         _log_primary("held-out (dev)", summary["comparison"])
+        if curve:
+            last_step = int(summary.get("grpo_steps") or recipe.grpo.get("max_steps") or 0)
+            summary["curve"] = learning_curve(
+                backend, out, eval_tasks, eval_loop, [(0, before_dir), (last_step, after_dir)]
+            )
+            for row in summary["curve"]:
+                _log_primary(f"learning curve, GRPO step {row['step']}", row["metrics"])
     # 5. the test sets: tasks from seeds no choice was tuned on, evaluated once with the frozen recipe
     if test and is_main_process():
         summary["test"] = {}
