@@ -119,8 +119,8 @@ out_dir.mkdir(parents=True, exist_ok=True)
 #   is first-order.
 # - **PROVE** (IBM): a judge-free programmatic reward (call validity, dependency-aware coverage, efficiency,
 #   tool precision, argument match), KL 0.01, 16 generations per task, batch 16.
-# - **cpu-demo**: the embedded 135M model on a 2-core CPU: short tasks, bf16, batched episodes, warm start,
-#   rubric reward plus half of the kit's PROVE variant, prove-kit (ties broken; extra calls cost), GRPO on lookup
+# - **cpu-demo**: the embedded 135M model on a 2-core CPU: short tasks, bf16 where the CPU computes it
+#   natively (else float32), batched episodes, warm start, rubric reward plus half of the kit's PROVE variant, prove-kit (ties broken; extra calls cost), GRPO on lookup
 #   and chain tasks only (the warm-started model never gets a write right, so write groups tie).
 #
 # With LoRA, TRL keeps the reference model as a frozen copy of the starting adapter; the kit refreshes

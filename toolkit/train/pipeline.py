@@ -313,7 +313,10 @@ def run_recipe(
             _log("the recipe asks for the vllm backend, and vLLM is not installed: using cpu")
             requested = "cpu"
         chosen = detect_backend(requested)
-        _log(f"recipe {recipe.name}: model {recipe.model}, backend {chosen} ({describe()})")
+        from toolkit.models import resolve_dtype_name
+
+        dtype = resolve_dtype_name(recipe.dtype) or "fp32"
+        _log(f"recipe {recipe.name}: model {recipe.model}, dtype {dtype}, backend {chosen} ({describe()})")
         backend = make_backend(chosen, recipe)
     if is_main_process():
         out.mkdir(parents=True, exist_ok=True)
