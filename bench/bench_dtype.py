@@ -35,18 +35,13 @@ def cpu_report() -> dict[str, Any]:
 
     from toolkit.models import native_bf16, resolve_dtype_name
 
-    model = (
-        next(
-            (
-                line.split(":", 1)[1].strip()
-                for line in Path("/proc/cpuinfo").read_text().splitlines()
-                if line.startswith("model name")
-            ),
-            platform.processor(),
-        )
-        if Path("/proc/cpuinfo").exists()
-        else platform.processor()
+    cpuinfo = Path("/proc/cpuinfo")
+    names = (
+        [line for line in cpuinfo.read_text().splitlines() if line.startswith("model name")]
+        if cpuinfo.exists()
+        else []
     )
+    model = names[0].split(":", 1)[1].strip() if names else platform.processor()
     return {
         "cpu": model,
         "torch_capability": torch.backends.cpu.get_cpu_capability(),

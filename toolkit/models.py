@@ -85,8 +85,8 @@ BF16_IF_NATIVE = "bf16-if-native"
 def native_bf16() -> bool:
     """Whether this machine multiplies bf16 matrices natively: a CUDA GPU with bf16, or an x86 CPU with
     AVX512-BF16 or AMX. Elsewhere torch's CPU bf16 matmul is a slow fallback: on a 2-core AMD EPYC with
-    AVX2 only, a LoRA forward + backward of SmolLM2-135M over 2 x 512 tokens took 210 s in bf16 and
-    9 s in float32 (docs/cpu-proof/README.md, "Machines"), so bf16 there is a trap, not a speed-up."""
+    AVX2 only, a LoRA forward + backward of SmolLM2-135M over 2 x 512 tokens took 217 s in bf16 and
+    9.6 s in float32 (docs/cpu-proof/README.md, "Machines"), so bf16 there is a trap, not a speed-up."""
     import torch
 
     if torch.cuda.is_available():

@@ -215,32 +215,30 @@ def learning_curve(
     out: Path,
     eval_tasks: list[Task],
     eval_loop: Any,
-    points: list[tuple[int, Path]],
+    before_dir: Path,
+    after_dir: Path,
+    last_step: int,
 ) -> list[dict[str, Any]]:
-    """The dev-set metrics along GRPO: ``points`` are ``(step, eval folder)`` of the warm start (step 0)
-    and the final adapter; every kept checkpoint in ``out/grpo`` between them is evaluated into
-    ``out/eval/curve/step-N`` (read back when done before). Each row: the step, then every metric's
-    paired comparison against step 0 on the same tasks."""
-    (first_step, before_dir), last = points[0], points[-1]
-    middle = []
+    """The dev-set metrics along GRPO: the warm start (step 0, ``before_dir``), every kept checkpoint in
+    ``out/grpo`` before ``last_step`` (evaluated into ``out/eval/curve/step-N``, read back when done
+    before) and the final adapter (``after_dir``). Each row: the step, then every metric's paired
+    comparison against step 0 on the same tasks."""
+    points = [(0, before_dir)]
     for step, ckpt in checkpoint_steps(out / "grpo"):
-        if not first_step < step < last[0]:
+        if not 0 < step < last_step:
             continue
         folder = out / "eval" / "curve" / f"step-{step}"
         if not (folder / "results.json").exists():
             label = f"grpo-step{step}"
-            evaluate_policy(backend.eval_policy(ckpt, label), eval_tasks, folder, label, eval_loop)
+            res = evaluate_policy(backend.eval_policy(ckpt, label), eval_tasks, folder, label, eval_loop)
             backend.release()
-            _log(
-                f"learning curve, step {step}: {_headline(json.loads((folder / 'results.json').read_text()))}"
-            )
-        middle.append((step, folder))
-    rows = []
-    for step, folder in [points[0], *middle, last]:
-        rows.append(
-            {"step": step, "folder": str(folder.relative_to(out)), "metrics": compare(before_dir, folder)}
-        )
-    return rows
+            _log(f"learning curve, step {step}: {_headline(res)}")
+        points.append((step, folder))
+    points.append((last_step, after_dir))
+    return [
+        {"step": step, "folder": str(folder.relative_to(out)), "metrics": compare(before_dir, folder)}
+        for step, folder in points
+    ]
 
 
 def compare(before_dir: Path, after_dir: Path) -> dict[str, Any]:
@@ -463,7 +461,7 @@ def run_stages(
         if curve:
             last_step = int(summary.get("grpo_steps") or recipe.grpo.get("max_steps") or 0)
             summary["curve"] = learning_curve(
-                backend, out, eval_tasks, eval_loop, [(0, before_dir), (last_step, after_dir)]
+                backend, out, eval_tasks, eval_loop, before_dir, after_dir, last_step
             )
             for row in summary["curve"]:
                 _log_primary(f"learning curve, GRPO step {row['step']}", row["metrics"])

@@ -167,11 +167,9 @@ class VLLMBackend:
         different, share no prefix cache. On CUDA the LoRA kernels are fast: the rollout engine serves it."""
         if adapter is not None and self._use_cpu:
             from toolkit.agent.policies import VLLMPolicy
-            from toolkit.models import merged_checkpoint
+            from toolkit.models import BF16_IF_NATIVE, merged_checkpoint
 
-            merged = merged_checkpoint(
-                self.recipe.model, adapter, dtype=self.recipe.dtype or "bf16-if-native"
-            )
+            merged = merged_checkpoint(self.recipe.model, adapter, dtype=self.recipe.dtype or BF16_IF_NATIVE)
             self._eval = VLLMPolicy(str(merged), name=label, **_engine_dtype(self.recipe))
             return self._eval
         sync = self._sync or VLLMLoraSync(*self.engine, Path(adapter or ".") / "vllm-lora")
