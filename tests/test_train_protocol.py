@@ -150,7 +150,7 @@ def test_publish_keeps_the_record_and_draws_the_figures(tmp_path):
     recipe = recipe_from_dict({**RECIPE, "sft": {"max_steps": 1}})
     out = _finished_run(tmp_path)
     (out / "summary.json").unlink()
-    run_recipe(recipe, out, resume=True, evaluate=True, test=True, backend=GoldVsSilent())
+    run_recipe(recipe, out, resume=True, evaluate=True, test=True, curve=True, backend=GoldVsSilent())
     steps = [
         {"step": s, "phase": "grpo", "reward": 0.1 * s, "episodes/answer_correct": 0.05 * s,
          f"kinds/{'lookup' if s % 2 else 'chain'}/reward_mean": 0.1 * s,
@@ -162,10 +162,41 @@ def test_publish_keeps_the_record_and_draws_the_figures(tmp_path):
     dest = tmp_path / "docs" / "cpu-proof"
     written = {p.name for p in publish_run(out, dest)}
     assert {"summary.json", "recipe.json", "metrics.jsonl"} <= written
-    for figure in ("before_after", "training_curves", "kind_diagnostics", "before_after_test_seed11"):
+    figures = (
+        "before_after",
+        "training_curves",
+        "kind_diagnostics",
+        "before_after_test_seed11",
+        "learning_curve",
+    )
+    for figure in figures:
         assert {f"{figure}.png", f"{figure}.svg"} <= written, figure
     assert json.loads((dest / "summary.json").read_text())["test"]["12"]["n_tasks"] == 4
 
     (out / "metrics.jsonl").unlink()
     with pytest.raises(FileNotFoundError, match="metrics.jsonl"):
         publish_run(out, dest)
+
+
+def test_learning_curve_figure_needs_two_points(tmp_path):
+    from toolkit.eval.plots import plot_learning_curve
+
+    def point(step, after):
+        diff = after - 0.1
+        return {
+            "step": step,
+            "metrics": {
+                "pass@0.75": {
+                    "before": 0.1,
+                    "after": after,
+                    "diff": diff,
+                    "ci_low": diff - 0.05,
+                    "ci_high": diff + 0.05,
+                }
+            },
+        }
+
+    written = plot_learning_curve([point(10, 0.15), point(0, 0.1), point(20, 0.2)], tmp_path)
+    assert {p.name for p in written} == {"learning_curve.png", "learning_curve.svg"}
+    with pytest.raises(ValueError, match="step 0 and at least one GRPO step"):
+        plot_learning_curve([point(0, 0.1)], tmp_path)

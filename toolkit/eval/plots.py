@@ -275,6 +275,49 @@ def plot_training_curves(
     return save(fig, out_dir, name)
 
 
+# Learning-curve panels (summary.json's ``curve``): each metric's paired difference against step 0.
+CURVE_METRICS = (
+    ("pass@0.75", "pass@0.75 (primary)"),
+    ("pass@0.50", "pass@0.50"),
+    ("coverage", "coverage"),
+    ("rubric/answer_correctness", "answer correctness"),
+    ("tool_calls_per_task", "tool calls / task"),
+    ("finish_rate", "finish rate"),
+)
+
+
+def plot_learning_curve(
+    curve: list[dict[str, Any]], out_dir: str | Path, name: str = "learning_curve"
+) -> list[Path]:
+    """The dev-set learning curve of a run (``summary["curve"]``, ``mcp-rl train --curve``): for each
+    metric, the value after every evaluated GRPO step (line) and the paired 95% CI of its difference
+    from step 0, the warm start (band around step 0's value plus the difference)."""
+    rows = sorted(curve, key=lambda r: r["step"])
+    panels = [(key, title) for key, title in CURVE_METRICS if any(key in r["metrics"] for r in rows)]
+    if len(rows) < 2 or not panels:
+        raise ValueError("a learning curve needs step 0 and at least one GRPO step with their metrics")
+    cols = min(3, len(panels))
+    nrows = -(-len(panels) // cols)
+    fig, axes = plt.subplots(nrows, cols, figsize=(3.6 * cols, 2.8 * nrows), squeeze=False)
+    for ax, (key, title) in zip(axes.flat, panels, strict=False):
+        pts = [(r["step"], r["metrics"][key]) for r in rows if key in r["metrics"]]
+        steps = np.array([s for s, _ in pts], float)
+        base = np.array([m["before"] for _, m in pts], float)
+        after = np.array([m["after"] for _, m in pts], float)
+        low = base + np.array([m["ci_low"] for _, m in pts], float)
+        high = base + np.array([m["ci_high"] for _, m in pts], float)
+        ax.fill_between(steps, low, high, color=COLORS[1], alpha=0.2, label="paired 95% CI")
+        ax.plot(steps, after, "o-", color=COLORS[1], lw=1.5, ms=4)
+        ax.axhline(base[0], color="k", lw=0.8, ls=":", label="warm start")
+        ax.set_title(title, fontsize=9)
+        ax.set_xlabel("GRPO step", fontsize=8)
+    axes.flat[0].legend(fontsize=7)
+    for ax in list(axes.flat)[len(panels) :]:
+        ax.axis("off")
+    fig.tight_layout()
+    return save(fig, out_dir, name)
+
+
 def load_reference(path: str | Path = REFERENCE_FILE) -> list[dict[str, Any]]:
     """The published numbers with their sources (toolkit/data/reference_results.json)."""
     return json.loads(Path(path).read_text(encoding="utf-8"))["entries"]

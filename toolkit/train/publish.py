@@ -19,7 +19,7 @@ def publish_run(run: str | Path, dest: str | Path) -> list[Path]:
     """Copy ``run``'s record to ``dest`` and draw its figures there; returns the files written.
 
     Raises FileNotFoundError naming the missing file when ``run`` is not a finished, evaluated run."""
-    from toolkit.eval.plots import load_run, plot_all, plot_before_after
+    from toolkit.eval.plots import load_run, plot_all, plot_before_after, plot_learning_curve
 
     run, dest = Path(run), Path(dest)
     for name in KEPT_FILES:
@@ -42,6 +42,8 @@ def publish_run(run: str | Path, dest: str | Path) -> list[Path]:
         metrics_file=run / "metrics.jsonl",
         reference=None,
     )
+    if len(summary.get("curve") or []) > 1:  # mcp-rl train --curve
+        written += plot_learning_curve(summary["curve"], dest)
     for seed in sorted(summary.get("test") or {}):
         folder = run / "eval" / f"test-seed{seed}"
         runs = [load_run(folder / before.name, labels[0]), load_run(folder / "grpo", labels[1])]
