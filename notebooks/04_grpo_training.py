@@ -248,6 +248,7 @@ if (record / "summary.json").exists():  # the shipped run, kept in the repositor
         show_png(record / f"before_after_test_seed{seed}.png")
     show_png(record / "training_curves.png")
     show_png(record / "kind_diagnostics.png")
+    show_png(record / "learning_curve.png")  # dev set after every kept checkpoint (--curve)
 else:
     print(f"no kept proof record at {record.resolve()}")
 

@@ -264,6 +264,13 @@ if kept.exists():
             }
         ).T
     )
+    if kept.get("curve"):  # `mcp-rl train --curve`: the dev set after every kept GRPO checkpoint
+        display(
+            pd.DataFrame(
+                {row["step"]: {k: row["metrics"][PRIMARY_METRIC][k] for k in ("after", "diff", "ci_low", "ci_high")}
+                 for row in kept["curve"]}
+            ).T.rename_axis("GRPO step")
+        )  # fmt: skip
 else:
     print(f"no kept proof record at {Path(PROOF_RECORD).resolve()}")
 
