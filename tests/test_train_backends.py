@@ -57,6 +57,24 @@ def test_no_import_circle_between_pipeline_and_backends():
         assert "toolkit.train.pipeline" not in imported, name
 
 
+@pytest.mark.parametrize("cuda", [False, True])
+def test_transformers_backend_trains_on_the_gpu_when_torch_sees_one(monkeypatch, tmp_path, cuda):
+    """`--backend cpu` (and `auto` without the gpu extra) on a CUDA machine trains there: the trainers'
+    configs do not force the CPU. (No GPU here: the CUDA probe is faked; the H100 run in
+    docs/cpu-proof/README.md, "Run 16", is this path on a real GPU.)"""
+    import toolkit.train.config as config
+    import toolkit.train.device as device
+    from toolkit.train.backends import TransformersBackend
+
+    # TrainingArguments itself refuses use_cpu=False with bf16 where there is no GPU: record the flag
+    monkeypatch.setattr(device, "cuda_available", lambda: cuda)
+    for name in ("build_grpo_config", "build_sft_config"):
+        monkeypatch.setattr(config, name, lambda recipe, out, *, use_cpu, report_to: use_cpu)
+    backend = TransformersBackend(recipe_from_dict(RECIPE, "tiny"))
+    assert backend.grpo_config(tmp_path / "grpo", "none") is (not cuda)
+    assert backend.sft_config(tmp_path / "sft", "none") is (not cuda)
+
+
 @pytest.mark.integration
 def test_cpu_rollout_policy_generates_with_the_weights_after_an_optimizer_step():
     import torch

@@ -11,7 +11,8 @@ held-out eval -> paired comparison, each resumable) once for every backend. A ba
 - **weight sync**: ``rollout_policy`` is called once per generation batch and must generate with the
   weights as they are after the last optimizer step (the LoRA being trained, never the base weights).
 
-``TransformersBackend`` (transformers + PEFT, CPU or a GPU without the ``gpu`` extra) is here;
+``TransformersBackend`` (transformers + PEFT, CPU or a GPU without the ``gpu`` extra) is here: it trains
+and generates on the CUDA device where torch sees one, else on the CPU;
 ``toolkit.train.unsloth_backend.UnslothBackend`` is the one-GPU backend. Adding one (vLLM on CPU, next)
 is a class with these methods and one line in ``pipeline.BACKENDS``. Backends never import the pipeline.
 """
@@ -52,12 +53,18 @@ class TrainBackend(Protocol):
 
 
 class TransformersBackend:
-    """transformers + PEFT: every stage loads the model afresh (what the CPU runs measured)."""
+    """transformers + PEFT: every stage loads the model afresh (what the CPU runs measured). Named
+    ``cpu`` because it needs nothing beyond the CPU install, but on a machine where torch sees a CUDA
+    device (a GPU without the ``gpu`` extra, e.g. Colab before Unsloth is installed) the trainers and
+    the evaluation run there, not on the host's cores."""
 
     name = "cpu"
 
     def __init__(self, recipe: Recipe):
+        from toolkit.train.device import cuda_available
+
         self.recipe = recipe
+        self._use_cpu = not cuda_available()
 
     def sft_model(self) -> tuple[Any, Any, Any]:
         from toolkit.models import load_policy
@@ -69,7 +76,7 @@ class TransformersBackend:
     def sft_config(self, out: Path, report_to: Any) -> Any:
         from toolkit.train.config import build_sft_config
 
-        return build_sft_config(self.recipe, out, use_cpu=True, report_to=report_to)
+        return build_sft_config(self.recipe, out, use_cpu=self._use_cpu, report_to=report_to)
 
     def grpo_model(self, warm: Path | None) -> tuple[Any, Any]:
         from toolkit.models import load_policy
@@ -82,7 +89,7 @@ class TransformersBackend:
     def grpo_config(self, out: Path, report_to: Any) -> Any:
         from toolkit.train.config import build_grpo_config
 
-        return build_grpo_config(self.recipe, out, use_cpu=True, report_to=report_to)
+        return build_grpo_config(self.recipe, out, use_cpu=self._use_cpu, report_to=report_to)
 
     def rollout_policy(self, trainer: Any) -> Any:
         # the trainer's own module: an optimizer step changes the very parameters generate() reads
@@ -102,6 +109,8 @@ class TransformersBackend:
         )
         if adapter and self.recipe.eval.get("merge_adapter"):
             model = model.merge_and_unload()
+        if not self._use_cpu:  # the trainers move their model themselves; this one is ours to place
+            model = model.to("cuda")
         model.eval()
         return TransformersPolicy(model, tokenizer, name=label)
 

@@ -52,6 +52,11 @@ def _cuda_available() -> tuple[bool, str | None]:
     return True, torch.cuda.get_device_name(0)
 
 
+def cuda_available() -> bool:
+    """Whether torch sees a CUDA device (imports torch, nothing else)."""
+    return _cuda_available()[0]
+
+
 def probe() -> DeviceInfo:
     """What this machine has (CUDA device, GPU packages), found without importing unsloth/vllm."""
     cuda, name = _cuda_available()

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from toolkit.train.config import Recipe
+from toolkit.train.device import cuda_available
 
 ADAPTERS_KEPT = 2  # older synced adapter folders are deleted (vLLM has already loaded them)
 
@@ -119,7 +120,7 @@ class VLLMBackend:
         self._engine = engine
         self._sync: VLLMLoraSync | None = None
         self._eval: Any = None  # the engine serving a merged adapter for evaluation (CPU)
-        self._use_cpu = _no_cuda()
+        self._use_cpu = not cuda_available()
 
     @property
     def engine(self) -> tuple[Any, Any]:
@@ -199,9 +200,3 @@ def _engine_dtype(recipe: Recipe) -> dict[str, Any]:
 def _vllm_rank(recipe: Recipe) -> int:
     rank = int(recipe.lora.get("r", 16))
     return next((r for r in (8, 16, 32, 64, 128, 256, 512) if r >= rank), rank)  # the ranks vLLM accepts
-
-
-def _no_cuda() -> bool:
-    import torch
-
-    return not torch.cuda.is_available()
