@@ -88,6 +88,7 @@ BFCL_LIMIT = 3  # BFCL tasks per suite: a BFCL prompt is ~4-5k tokens per genera
 LOOP_CONFIG = {"max_turns": 3, "max_new_tokens": 96}  # agent-loop settings for BFCL (RolloutConfig fields)
 SEED = 0
 PROOF_RECORD = "../docs/cpu-proof/run13"  # a kept CPU proof run (summary, metrics, figures): run 13
+CURVE_RECORD = "../docs/cpu-proof/run16"  # the same recipe to GRPO step 70 on a lent H100: the long curve
 
 # %%
 import json
@@ -275,6 +276,24 @@ if kept.exists():
         )  # fmt: skip
 else:
     print(f"no kept proof record at {Path(PROOF_RECORD).resolve()}")
+
+# %% [markdown]
+# How long the recipe needs: run 16 ran the same frozen recipe on a lent H100 (bf16, its own warm start,
+# the same 200 dev tasks) to GRPO step 70, a checkpoint evaluated every 10 steps. Flat to step 30 (the
+# CPU hour holds 26 steps), a gain outside the CI from step 50, level after.
+
+# %%
+long_curve = Path(CURVE_RECORD) / "summary.json"
+if long_curve.exists():
+    display(
+        pd.DataFrame(
+            {row["step"]: {k: row["metrics"][PRIMARY_METRIC][k] for k in ("after", "diff", "ci_low", "ci_high")}
+             for row in json.loads(long_curve.read_text())["curve"]}
+        ).T.rename_axis("GRPO step")
+    )  # fmt: skip
+    display(Image(filename=str(Path(CURVE_RECORD) / "learning_curve.png")))
+else:
+    print(f"no long-curve record at {Path(CURVE_RECORD).resolve()}")
 
 # %% [markdown]
 # ## Browse the episodes
