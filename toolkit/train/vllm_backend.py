@@ -19,13 +19,12 @@ transformers backend, generation and weight sync through vLLM): one line in the 
 
 from __future__ import annotations
 
-import gc
 import shutil
 from pathlib import Path
 from typing import Any
 
+from toolkit.train.backends import TransformersBackend
 from toolkit.train.config import Recipe
-from toolkit.train.device import cuda_available
 
 ADAPTERS_KEPT = 2  # older synced adapter folders are deleted (vLLM has already loaded them)
 
@@ -107,20 +106,19 @@ class VLLMLoraSync:
         return VLLMPolicy(self.llm, self.tokenizer, lora_request=lora_request, name=name)
 
 
-class VLLMBackend:
-    """The one pipeline's backend with vLLM generation: model loading, SFT and the GRPO update as the
-    transformers backend (transformers + PEFT), every rollout and the held-out evaluation through one vLLM
+class VLLMBackend(TransformersBackend):
+    """The one pipeline's backend with vLLM generation: model loading, SFT and the GRPO update are the
+    transformers backend's (inherited), every rollout and the held-out evaluation go through one vLLM
     engine on the recipe's base model with the current LoRA (CPU backend, or CUDA where there is one).
     The engine starts on first use and stays up for the run."""
 
     name = "vllm"
 
     def __init__(self, recipe: Recipe, *, engine: tuple[Any, Any] | None = None):
-        self.recipe = recipe
+        super().__init__(recipe)
         self._engine = engine
         self._sync: VLLMLoraSync | None = None
         self._eval: Any = None  # the engine serving a merged adapter for evaluation (CPU)
-        self._use_cpu = not cuda_available()
 
     @property
     def engine(self) -> tuple[Any, Any]:
@@ -130,31 +128,9 @@ class VLLMBackend:
             )
         return self._engine
 
-    def sft_model(self) -> tuple[Any, Any, Any]:
-        from toolkit.models import load_policy
-        from toolkit.train.config import build_lora_config
-
-        model, tokenizer = load_policy(self.recipe.model, dtype=self.recipe.dtype)
-        return model, tokenizer, build_lora_config(self.recipe)
-
-    def sft_config(self, out: Path, report_to: Any) -> Any:
-        from toolkit.train.config import build_sft_config
-
-        return build_sft_config(self.recipe, out, use_cpu=self._use_cpu, report_to=report_to)
-
-    def grpo_model(self, warm: Path | None) -> tuple[Any, Any]:
-        from toolkit.models import load_policy
-        from toolkit.train.config import build_lora_config
-        from toolkit.train.grpo import peft_model_for_grpo
-
-        model, tokenizer = load_policy(self.recipe.model, dtype=self.recipe.dtype)
-        return peft_model_for_grpo(model, build_lora_config(self.recipe), warm), tokenizer
-
     def grpo_config(self, out: Path, report_to: Any) -> Any:
-        from toolkit.train.config import build_grpo_config
-
         self._sync = VLLMLoraSync(*self.engine, Path(out) / "vllm-lora")
-        return build_grpo_config(self.recipe, out, use_cpu=self._use_cpu, report_to=report_to)
+        return super().grpo_config(out, report_to)
 
     def rollout_policy(self, trainer: Any) -> Any:
         if self._sync is None:
@@ -178,16 +154,11 @@ class VLLMBackend:
         policy.name = label
         return policy
 
-    def merge(self, adapter: Path, out: Path) -> None:
-        from toolkit.models import merge_adapter
-
-        merge_adapter(self.recipe.model, adapter, out, dtype=self.recipe.dtype)
-
     def release(self) -> None:
         if self._eval is not None:  # the evaluation engine; the rollout engine stays up for the run
             self._eval.close()
             self._eval = None
-        gc.collect()
+        super().release()
 
 
 def _engine_dtype(recipe: Recipe) -> dict[str, Any]:
