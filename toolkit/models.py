@@ -161,18 +161,9 @@ def smollm2_model_dir() -> Path:
     with _lock(cache_dir() / ".smollm2-model.lock"):
         if (target / "config.json").exists():
             return target
-        from transformers import AutoModelForCausalLM, AutoTokenizer
+        from transformers import AutoTokenizer
 
-        gguf = gguf_path()
-        quantized = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name)
-        # save_pretrained refuses GGUF-loaded models: rebuild a plain model from config + weights.
-        config = quantized.config
-        for attr in ("quantization_config", "_name_or_path"):
-            if hasattr(config, attr):
-                with contextlib.suppress(AttributeError):
-                    delattr(config, attr)
-        plain = AutoModelForCausalLM.from_config(config)
-        plain.load_state_dict(quantized.state_dict())
+        plain = plain_model_from_gguf(gguf_path())
         tok = AutoTokenizer.from_pretrained(tok_dir)
         plain.generation_config.eos_token_id = tok.convert_tokens_to_ids(END_OF_TURN)
         plain.generation_config.pad_token_id = tok.pad_token_id
@@ -183,6 +174,23 @@ def smollm2_model_dir() -> Path:
 
         _save_atomically(target, save)
     return target
+
+
+def plain_model_from_gguf(gguf: Path) -> Any:
+    """A GGUF checkpoint dequantised into a plain transformers model (float32) that can be saved.
+
+    ``save_pretrained`` refuses GGUF-loaded models, so the model is rebuilt from their config (without the
+    quantisation settings) and weights."""
+    from transformers import AutoModelForCausalLM
+
+    quantized = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    config = quantized.config
+    for attr in ("quantization_config", "_name_or_path"):
+        with contextlib.suppress(AttributeError):
+            delattr(config, attr)
+    plain = AutoModelForCausalLM.from_config(config)
+    plain.load_state_dict(quantized.state_dict())
+    return plain
 
 
 def _set_end_of_turn(tok: Any) -> None:
