@@ -169,6 +169,49 @@ def test_cli_overrides():
         parse_overrides(parser.parse_args(["train", "--out", "x", "--set", "nonsense"]))
 
 
+def test_numbers_with_an_exponent_and_no_dot_are_numbers(tmp_path):
+    """YAML 1.1 (PyYAML) reads ``2e-4`` as a string; a learning rate so written crashed run 18 after
+    its warm start. Recipes and --set values read it as YAML 1.2 does; integers stay integers."""
+    import argparse
+
+    from toolkit.train.commands import parse_overrides, register
+
+    parser = argparse.ArgumentParser()
+    register(parser.add_subparsers(dest="command"))
+    sets = ["grpo.learning_rate=2e-4", "sft.learning_rate=1.0e-3", "grpo.max_grad_norm=.5E+1", "lora.r=8"]
+    o, _ = parse_overrides(
+        parser.parse_args(["train", "--out", "x", *(a for s in sets for a in ("--set", s))])
+    )
+    assert (
+        o["grpo.learning_rate"] == 2e-4 and o["sft.learning_rate"] == 1e-3 and o["grpo.max_grad_norm"] == 5.0
+    )
+    assert o["lora.r"] == 8 and isinstance(o["lora.r"], int)
+    path = tmp_path / "mine.yaml"
+    path.write_text("model: tiny-random\nreward: rubric\ngrpo: {learning_rate: 3e-5, run_name: 1e3x}\n")
+    grpo = cfg.load_recipe(path).grpo
+    assert grpo["learning_rate"] == 3e-5 and grpo["run_name"] == "1e3x"
+    assert cfg.build_grpo_config(cfg.load_recipe(path), tmp_path / "o", use_cpu=True).learning_rate == 3e-5
+
+
+def test_a_string_where_a_trainer_wants_a_number_fails_before_any_stage(tmp_path):
+    from toolkit.train.pipeline import run_recipe
+
+    for name in cfg.list_recipes():
+        cfg.check_recipe_types(cfg.load_recipe(name))  # every shipped recipe passes
+    bad = cfg.with_overrides(cfg.load_recipe("cpu-demo"), {"grpo.learning_rate": "fast"})
+    with pytest.raises(cfg.RecipeError, match=r"grpo.learning_rate must be a number \(float\), got 'fast'"):
+        run_recipe(bad, tmp_path / "run", backend="cpu")
+    assert not (tmp_path / "run").exists()  # nothing was started, nothing written
+    for section, key, value, kind in [
+        ("sft", "max_steps", "20", "int"),
+        ("grpo", "num_generations", 2.5, "int"),
+        ("rollout", "temperature", True, "float"),
+    ]:
+        bad = cfg.with_overrides(cfg.load_recipe("cpu-demo"), {f"{section}.{key}": value})
+        with pytest.raises(cfg.RecipeError, match=rf"{section}.{key} must be a number \({kind}\)"):
+            cfg.check_recipe_types(bad)
+
+
 def test_gpu_path_configs_follow_unsloth_and_fail_clearly_on_cpu(tmp_path):
     from toolkit.train import unsloth_backend as ub
     from toolkit.train.device import BackendUnavailable, DeviceInfo, detect_backend

@@ -66,7 +66,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def parse_overrides(args: argparse.Namespace) -> tuple[dict, list[str]]:
     """CLI flags and --set KEY=VALUE pairs as dotted recipe overrides (values parsed as YAML), and the
     keys --set explicitly to null (``--set sft=null``: no warm start)."""
-    import yaml
+    from toolkit.train.config import load_yaml
 
     overrides = {
         "model": args.model,
@@ -80,7 +80,7 @@ def parse_overrides(args: argparse.Namespace) -> tuple[dict, list[str]]:
         key, sep, value = item.partition("=")
         if not sep:
             raise ValueError(f"--set expects KEY=VALUE, got {item!r}")
-        parsed = yaml.safe_load(value)
+        parsed = load_yaml(value)
         if parsed is None:
             unset.append(key.strip())
         else:

@@ -23,6 +23,10 @@ Overrides use dotted keys: ``with_overrides(recipe, {"grpo.max_steps": 5})``.
 from __future__ import annotations
 
 import copy
+import dataclasses
+import re
+import types
+import typing
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -102,6 +106,30 @@ class Recipe:
         return copy.deepcopy(self.__dict__)
 
 
+def _yaml_loader() -> Any:
+    """PyYAML's safe loader reading numbers as YAML 1.2 does. PyYAML follows YAML 1.1, where a float
+    needs a dot and a signed exponent: ``2e-4`` and ``1.0e5`` are strings there, and a learning rate
+    written that way reached the optimizer as text and failed after the warm start (run 18)."""
+    import yaml
+
+    class RecipeLoader(yaml.SafeLoader):
+        pass
+
+    RecipeLoader.add_implicit_resolver(
+        "tag:yaml.org,2002:float",
+        re.compile(r"^[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)[eE][-+]?[0-9]+$"),
+        list("-+0123456789."),
+    )
+    return RecipeLoader
+
+
+def load_yaml(text: str) -> Any:
+    """A recipe file or a ``--set`` value: YAML, with ``2e-4`` and ``1e5`` read as numbers."""
+    import yaml
+
+    return yaml.load(text, Loader=_yaml_loader())  # noqa: S506 - a SafeLoader subclass
+
+
 def list_recipes() -> list[str]:
     """Names of the recipes shipped with the kit."""
     return sorted(p.stem for p in RECIPES_DIR.glob("*.yaml"))
@@ -109,14 +137,12 @@ def list_recipes() -> list[str]:
 
 def load_recipe(name_or_path: str | Path) -> Recipe:
     """A shipped recipe by name (``bespoke``, ``scale``, ``prove``, ``cpu-demo``) or a YAML file path."""
-    import yaml
-
     path = Path(name_or_path)
     if not path.suffix:
         path = RECIPES_DIR / f"{name_or_path}.yaml"
         if not path.exists():
             raise RecipeError(f"unknown recipe {name_or_path!r}; shipped: {', '.join(list_recipes())}")
-    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    data = load_yaml(path.read_text(encoding="utf-8")) or {}
     # a run's recipe.json (JSON is YAML) carries the name of the recipe it was made from
     name = data.pop("name", None) if isinstance(data, dict) else None
     return recipe_from_dict(data, name=name or path.stem)
@@ -287,6 +313,51 @@ def build_sft_config(
         return SFTConfig(**kwargs)
     except TypeError as exc:
         raise RecipeError(f"recipe {recipe.name!r}: bad sft section: {exc}") from exc
+
+
+_NUMBER_NAMES = {"float": float, "int": int}
+
+
+def _number_type(annotation: Any) -> type | None:
+    """``float`` or ``int`` when a config field takes a number (``None`` allowed), else ``None``."""
+    if isinstance(annotation, str):  # postponed annotations: "float", "int | None", "Optional[int]"
+        names = set(re.split(r"[|\[\], ]+", annotation.replace("Optional", ""))) - {"", "None"}
+        return _NUMBER_NAMES.get(names.pop()) if len(names) == 1 else None
+    if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        return _number_type(args[0]) if len(args) == 1 else None
+    return annotation if annotation in (float, int) else None
+
+
+def check_section_types(recipe_name: str, section: str, values: dict[str, Any], config_cls: Any) -> None:
+    """Numbers where a config dataclass wants numbers, checked before any stage runs: a string or a
+    boolean there would otherwise pass the dataclass and fail only when the trainer uses it, after the
+    warm start and an evaluation (``learning_rate: 2e-4`` read as text by YAML 1.1 did: run 18)."""
+    fields = {f.name: f.type for f in dataclasses.fields(config_cls)}
+    for key, value in values.items():
+        want = _number_type(fields.get(key))
+        if want is None or value is None:
+            continue
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if want is int:
+            ok = ok and float(value).is_integer()
+        if not ok:
+            raise RecipeError(
+                f"recipe {recipe_name!r}: {section}.{key} must be a number ({want.__name__}), got {value!r}"
+            )
+
+
+def check_recipe_types(recipe: Recipe) -> None:
+    """The ``sft``, ``grpo`` and ``rollout`` sections against ``trl.SFTConfig``, ``trl.GRPOConfig`` and the
+    loop's ``RolloutConfig`` (imports TRL: called when a run starts, not when a recipe is read)."""
+    from trl import GRPOConfig, SFTConfig
+
+    from toolkit.agent.loop import RolloutConfig
+
+    if recipe.sft:
+        check_section_types(recipe.name, "sft", recipe.sft, SFTConfig)
+    check_section_types(recipe.name, "grpo", recipe.grpo, GRPOConfig)
+    check_section_types(recipe.name, "rollout", recipe.rollout, RolloutConfig)
 
 
 # Knobs shown side by side in notebook 04 (recipe section, key, label).

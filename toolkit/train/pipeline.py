@@ -295,8 +295,10 @@ def run_recipe(
 
     ``backend``: ``auto`` | ``cpu`` | ``gpu`` | ``vllm`` (default: the recipe's; a recipe's ``vllm`` falls
     back to ``cpu`` where vLLM is not installed), or a backend object."""
+    from toolkit.train.config import check_recipe_types
     from toolkit.train.device import describe, detect_backend
 
+    check_recipe_types(recipe)  # a bad value fails now, not after the warm start
     out = Path(out_dir)
     if is_main_process():
         if not resume and (out / "recipe.json").exists():
