@@ -125,9 +125,11 @@ def _yaml_loader() -> Any:
 
 def load_yaml(text: str) -> Any:
     """A recipe file or a ``--set`` value: YAML, with ``2e-4`` and ``1e5`` read as numbers."""
-    import yaml
-
-    return yaml.load(text, Loader=_yaml_loader())  # noqa: S506 - a SafeLoader subclass
+    loader = _yaml_loader()(text)  # a SafeLoader subclass: no arbitrary objects
+    try:
+        return loader.get_single_data()
+    finally:
+        loader.dispose()
 
 
 def list_recipes() -> list[str]:
