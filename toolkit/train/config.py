@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import re
 import types
 import typing
@@ -106,6 +107,7 @@ class Recipe:
         return copy.deepcopy(self.__dict__)
 
 
+@functools.cache  # one loader class, not a new one for every value read
 def _yaml_loader() -> Any:
     """PyYAML's safe loader reading numbers as YAML 1.2 does. PyYAML follows YAML 1.1, where a float
     needs a dot and a signed exponent: ``2e-4`` and ``1.0e5`` are strings there, and a learning rate
