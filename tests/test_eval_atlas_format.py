@@ -316,6 +316,10 @@ def test_published_records_run_or_skip_with_reasons(tmp_path, monkeypatch):
     assert main([*args, "--out", str(out)]) == 0
     summary = json.loads((out / "summary.json").read_text())
     assert set(summary["run"]) == {"fs-1", "fs-2", "mem-1", "kit-1"}
+    assert (
+        summary["run"]["fs-1"]["recorded_answer"]
+        and "calculator_calculate" in summary["run"]["fs-1"]["dropped_tools"]
+    )
     assert set(summary["skipped"]) == {"gh-1", "calc-1", "broken-1"}
     assert "failed to start" in summary["skipped"]["broken-1"] and summary["servers_failed"]["broken"]
     assert summary["judge"].startswith("stand-in") and summary["stand_ins"] == {}

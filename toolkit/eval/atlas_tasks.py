@@ -333,7 +333,14 @@ def summarize(
         "tasks_run": n,
         "tasks_skipped": len(skipped) + len(errors),
         "skipped": {s.task: s.reason for s in skipped} | dict(errors),
-        "run": {t.id: {"dropped_tools": t.metadata.get("atlas", {}).get("dropped_tools", {})} for t in tasks},
+        "run": {
+            t.id: {
+                "dropped_tools": t.metadata.get("atlas", {}).get("dropped_tools", {}),
+                # without one the gold policy has no answer to give: its coverage is 0 by construction
+                "recorded_answer": "reference_answer" in t.metadata,
+            }
+            for t in tasks
+        },
     }
     if n:
         out["coverage"] = sum(r.score for r in results) / n
