@@ -1,9 +1,9 @@
-"""`mcp-rl atlas`: run tasks in MCP-Atlas's public format, or write kit tasks in it (docs/mcp-atlas.md).
+"""`mcp-rl atlas`: run tasks in MCP-Atlas's published format, or write kit tasks in it (docs/mcp-atlas.md).
 
-mcp-rl atlas run --tasks sample.jsonl --policy gold --standin-judge --out runs/atlas
-mcp-rl atlas run --tasks sample.jsonl --policy vllm:Qwen/Qwen2.5-7B-Instruct \\
+mcp-rl atlas run --tasks public_split.csv --policy gold --standin-judge --out runs/atlas
+mcp-rl atlas run --tasks sample.parquet --policy vllm:Qwen/Qwen2.5-7B-Instruct \\
     --judge-base-url http://127.0.0.1:8001/v1 --judge-model Qwen/Qwen2.5-7B-Instruct --out runs/atlas
-mcp-rl atlas export --tasks data/tasks/eval.jsonl --out atlas_eval.jsonl
+mcp-rl atlas export --tasks toolkit/data/tasks/eval.jsonl --out atlas_eval.csv
 """
 
 from __future__ import annotations
@@ -22,8 +22,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("action", choices=["run", "export"])
-    p.add_argument("--tasks", required=True, help="run: MCP-Atlas JSONL/JSON; export: kit tasks JSONL")
-    p.add_argument("--out", required=True, help="run: output folder; export: JSONL file to write")
+    p.add_argument(
+        "--tasks", required=True, help="run: MCP-Atlas Parquet, CSV, JSONL or JSON; export: kit tasks JSONL"
+    )
+    p.add_argument("--out", required=True, help="run: output folder; export: .csv, .parquet or .jsonl file")
     p.add_argument(
         "--policy", default="gold", help="gold, a model name, openai:<model>@<url> or vllm:<model>"
     )
@@ -35,6 +37,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="NAME=COMMAND",
         help="another stdio MCP server, e.g. time='mcp-server-time' (repeatable; started per episode)",
     )
+    p.add_argument(
+        "--map",
+        action="append",
+        default=[],
+        metavar="ATLAS=KIT",
+        help="let a kit server answer for an MCP-Atlas server, e.g. calculator=calculator (repeatable; "
+        "never done without it)",
+    )
     p.add_argument("--limit", type=int, default=None, help="only the first N records")
     p.add_argument("--max-turns", type=int, default=10, help="model turns per episode")
     p.add_argument("--standin-judge", action="store_true", help="the deterministic stand-in judge (no LLM)")
@@ -45,27 +55,47 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from toolkit.eval.atlas_tasks import AtlasFormatError
+    from toolkit.eval.atlas_format import AtlasFormatError
 
     try:
         return _export(args) if args.action == "export" else _run(args)
     except AtlasFormatError as exc:
         print(f"mcp-rl atlas: bad MCP-Atlas record: {exc}", file=sys.stderr)
         return 2
+    except ValueError as exc:  # a bad --map / --external option
+        print(f"mcp-rl atlas: {exc}", file=sys.stderr)
+        return 2
 
 
 def _export(args: argparse.Namespace) -> int:
-    from toolkit.eval.atlas_tasks import from_kit_task
+    from toolkit.agent.loop import RolloutConfig, rollout
+    from toolkit.agent.policies import GoldPolicy
+    from toolkit.envs.registry import tool_specs
+    from toolkit.eval.atlas_format import write_atlas_records
+    from toolkit.eval.atlas_tasks import Skip, to_atlas_record
     from toolkit.records import Task, read_jsonl
 
     tasks = read_jsonl(args.tasks, Task)[: args.limit]
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with out.open("w", encoding="utf-8") as f:
-        for task in tasks:
-            f.write(json.dumps(from_kit_task(task), ensure_ascii=False) + "\n")
-    print(f"{len(tasks)} tasks -> {out} (MCP-Atlas format)")
+    # the outputs come from replaying each task's gold calls on the kit's servers
+    trajs = rollout(tasks, GoldPolicy(), RolloutConfig(max_turns=args.max_turns, temperature=0.0))
+    records, skipped = [], []
+    for task, traj in zip(tasks, trajs, strict=True):
+        tool_server = {s.name: s.server for s in tool_specs(list(task.servers))}
+        rec = to_atlas_record(task, traj, tool_server)
+        (skipped if isinstance(rec, Skip) else records).append(rec)
+    if not records:
+        print(f"mcp-rl atlas export: none of {len(tasks)} tasks could be written", file=sys.stderr)
+        return 1
+    out = write_atlas_records(records, args.out)
+    why = {}
+    for s in skipped:
+        why[s.reason] = why.get(s.reason, 0) + 1
+    print(f"{len(records)} tasks -> {out} (MCP-Atlas format); {len(skipped)} not written: {why}")
     return 0
+
+
+def _judge_config(args: argparse.Namespace) -> dict:
+    return {"base_url": args.judge_base_url, "model": args.judge_model, "api_key_env": args.judge_api_key_env}
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -74,11 +104,14 @@ def _run(args: argparse.Namespace) -> int:
     from toolkit.agent.loop import RolloutConfig, rollout
     from toolkit.agent.policies import make_policy
     from toolkit.eval.atlas_tasks import (
-        discover_tools,
+        Skip,
+        discover_servers,
         episode_opener,
         npm_servers,
         parse_externals,
+        parse_maps,
         read_atlas_tasks,
+        replay_fidelity,
         summarize,
         to_kit_task,
     )
@@ -86,39 +119,37 @@ def _run(args: argparse.Namespace) -> int:
     from toolkit.rewards.atlas import AtlasReward
 
     records = read_atlas_tasks(args.tasks)[: args.limit]  # a bad record stops here, before any work
+    maps = parse_maps(args.map)
     externals = npm_servers(args.npm_dir) | parse_externals(args.external)
-    tool_servers = discover_tools(externals)
-    tasks, skipped = [], {}
+    pool = discover_servers(externals, maps)
+    for name, why in pool.failed.items():
+        print(f"server {name} did not start: {why}", file=sys.stderr)
+    tasks, skipped = [], []
     for rec in records:
-        task = to_kit_task(rec, tool_servers)
-        if isinstance(task, str):
-            skipped[rec.task] = task
-        else:
-            tasks.append(task)
-    for tid, why in skipped.items():
-        print(f"skipped {tid}: {why}", file=sys.stderr)
+        task = to_kit_task(rec, pool)
+        (skipped if isinstance(task, Skip) else tasks).append(task)
+    for s in skipped:
+        print(f"skipped {s.task}: {s.reason}", file=sys.stderr)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     with ExitStack() as stack:
+        judge = _judge_config(args)
         if args.standin_judge:
             from toolkit.rewards.standin import StandInJudge
 
             judge = stack.enter_context(StandInJudge()).judge_config()
-        else:
-            judge = {
-                "base_url": args.judge_base_url,
-                "model": args.judge_model,
-                "api_key_env": args.judge_api_key_env,
-            }
-        reward = AtlasReward(grader="judge", judge=judge)
+        reward = AtlasReward(grader="claim-judge", judge=judge)
         policy = make_policy(args.policy)
         config = RolloutConfig(max_turns=args.max_turns, temperature=0.0)
         trajs = rollout(tasks, policy, config, open_episode=episode_opener(externals)) if tasks else []
-        results = reward.batch(tasks, trajs) if tasks else []
+        # an episode whose server failed or died is not scored: it is skipped, with the reason
+        errors = {t.id: f"environment error: {tr.metadata.get('error')}" for t, tr in zip(tasks, trajs, strict=True) if tr.stop_reason == "error"}  # fmt: skip
+        scored = [(t, tr) for t, tr in zip(tasks, trajs, strict=True) if t.id not in errors]
+        results = reward.batch([t for t, _ in scored], [tr for _, tr in scored]) if scored else []
     write_jsonl(out / "tasks.jsonl", tasks)
     write_jsonl(out / "trajectories.jsonl", trajs)
     with (out / "results.jsonl").open("w", encoding="utf-8") as f:
-        for task, traj, res in zip(tasks, trajs, results, strict=True):
+        for (task, traj), res in zip(scored, results, strict=True):
             row = {"task": task.id, "coverage": res.score, "passed": res.score >= 0.75}
             row |= {
                 "stop_reason": traj.stop_reason,
@@ -126,12 +157,19 @@ def _run(args: argparse.Namespace) -> int:
                 "failed_calls": sum(not c.ok for c in traj.calls),
             }
             f.write(json.dumps(row | {"claims": res.details.get("items", [])}, default=str) + "\n")
-    summary = summarize(results, skipped)
+    summary = summarize(results, skipped, [t for t, _ in scored], errors)
+    summary |= {"judge": "stand-in (not a language model)" if args.standin_judge else args.judge_model}
+    summary |= {"servers_failed": pool.failed, "stand_ins": pool.stand_ins}
+    if args.policy == "gold" and scored:
+        summary["replay_fidelity"] = replay_fidelity(*zip(*scored, strict=True))
     (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
     cov = (
         f"coverage {summary['coverage']:.3f}, pass rate {summary['pass_rate']:.3f}"
         if results
         else "nothing run"
     )
-    print(f"{len(tasks)} tasks run, {len(skipped)} skipped: {cov} -> {out}/summary.json")
-    return 0
+    print(f"{len(results)} tasks run, {summary['tasks_skipped']} skipped: {cov} -> {out}/summary.json")
+    for server, row in summary.get("replay_fidelity", {}).get("servers", {}).items():
+        rate = "n/a" if row["match_rate"] is None else f"{row['match_rate']:.2f}"
+        print(f"replay fidelity {server}: {row['matched']}/{row['compared']} outputs as recorded ({rate})")
+    return 0 if results else 1

@@ -1,211 +1,179 @@
-"""MCP-Atlas's public task format, in and out (docs/mcp-atlas.md).
+"""MCP-Atlas tasks on the servers you can start here: which run, which are skipped and why, how well
+the gold replay reproduces the published outputs, and kit tasks written back in the format
+(docs/mcp-atlas.md). Reading and writing the records is ``toolkit.eval.atlas_format``.
 
-A record has five fields: ``TASK`` (id), ``ENABLED_TOOLS`` (tool names), ``PROMPT``, ``GTFA_CLAIMS``
-(claims the final answer must make) and ``TRAJECTORY`` (the reference calls: ``{"tool"|"name",
-"args"|"arguments"}``). The public dataset stores the list fields as JSON strings; plain lists are
-accepted too. Each claim is judged fulfilled (1), partially fulfilled (0.5) or not (0); a task's
-coverage is the mean, and it passes when coverage >= 0.75 (``toolkit.rewards.atlas``).
-
-``read_atlas_tasks`` reads a JSONL file (one record a line) or a JSON file (a list of records, or
-``{"tasks": [...]}``) and names the file, the record (and its line) and the field of anything wrong.
-``to_kit_task`` turns a record into a kit ``Task`` whose servers are the ones that provide its tools:
-the kit's own or external ones (``ExternalServer``); a record whose tools no startable server provides
-is reported, not run. ``from_kit_task`` writes a kit task in the format.
+- ``ServerPool``: the servers started once to list their tools (npm, ``--external``, the kit's own),
+  and the ones that failed to start, with the reason.
+- ``to_kit_task``: a record as a kit ``Task`` when every server its gold calls use is available;
+  ``<server>_<tool>`` names resolve against the started servers' tool lists (a name two servers could
+  mean is an error that names both); enabled tools whose server is missing are distractors, dropped and
+  listed. Otherwise a ``Skip`` with the reason.
+- No silent stand-ins: a kit server never answers for one of MCP-Atlas's servers (its "filesystem",
+  "calculator", ...) unless the user maps it (``--map calculator=calculator``), and the run says so.
+- ``replay_fidelity``: the gold replay's outputs against the outputs recorded in the published
+  trajectory, per call and per server, so missing data shows as a mismatch, not a pass.
 """
 
 from __future__ import annotations
 
-import ast
 import json
 import re
 import shutil
 import tempfile
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from toolkit.records import GoldCall, RubricItem, Task
+from toolkit.eval.atlas_format import AtlasFormatError, AtlasTask, read_atlas_tasks
+from toolkit.records import GoldCall, RubricItem, Task, Trajectory
 
-FIELDS = ("TASK", "ENABLED_TOOLS", "PROMPT", "GTFA_CLAIMS", "TRAJECTORY")
+__all__ = ["AtlasFormatError", "AtlasTask", "read_atlas_tasks"]  # re-exported: one import for callers
+
 PASS_THRESHOLD = 0.75
+# The servers of MCP-Atlas's environment (scaleapi/mcp-atlas,
+# services/agent-environment/src/agent_environment/mcp_server_template.json). A kit server of the same
+# name is not the same server, so it answers for one of these only when the user maps it.
+ATLAS_SERVERS = (
+    "airtable", "alchemy", "arxiv", "brave-search", "calculator", "cli-mcp-server",
+    "clinicaltrialsgov-mcp-server", "context7", "ddg-search", "desktop-commander", "e2b-server", "exa",
+    "fetch", "filesystem", "git", "github", "google-maps", "google-workspace", "lara-translate",
+    "mcp-code-executor", "mcp-server-code-runner", "memory", "met-museum", "mongodb", "national-parks",
+    "notion", "open-library", "osm-mcp-server", "oxylabs", "pubmed", "slack", "twelvedata", "weather",
+    "weather-data", "whois", "wikipedia",
+)  # fmt: skip
+_SEPARATORS = ("_", "__", ".", "-")
 
 
-class AtlasFormatError(ValueError):
-    """A record that is not MCP-Atlas's format: names the file, the record (and line) and the field."""
-
-    def __init__(self, path: str | Path, where: str, field: str | None, problem: str):
-        self.path, self.where, self.field = str(path), where, field
-        at = f", field {field}" if field else ""
-        super().__init__(f"{path}: {where}{at}: {problem}")
+class AmbiguousTool(ValueError):
+    """A record's tool name that two servers could mean."""
 
 
 @dataclass
-class AtlasTask:
+class ServerPool:
+    """What can run here. ``tools``: server -> its tool names (as the server lists them); ``kit``:
+    pool name -> the kit's domain server that serves it; ``failed``: server -> why it did not start;
+    ``stand_ins``: MCP-Atlas server -> the kit server the user mapped to it."""
+
+    tools: dict[str, set[str]] = field(default_factory=dict)
+    kit: dict[str, str] = field(default_factory=dict)
+    failed: dict[str, str] = field(default_factory=dict)
+    stand_ins: dict[str, str] = field(default_factory=dict)
+
+    def resolve(self, name: str) -> tuple[str, str] | None:
+        """(server, tool) a record's name means: ``<server><sep><tool>`` or a bare tool name; None when
+        no available server has it; ``AmbiguousTool`` when two do."""
+        found = {(s, name) for s, tools in self.tools.items() if name in tools}
+        for server, tools in self.tools.items():
+            for sep in _SEPARATORS:
+                if name.startswith(server + sep) and name[len(server) + len(sep) :] in tools:
+                    found.add((server, name[len(server) + len(sep) :]))
+        if len(found) > 1:
+            raise AmbiguousTool(
+                f"'{name}' is ambiguous: " + " or ".join(f"{t} on server '{s}'" for s, t in sorted(found))
+            )
+        return found.pop() if found else None
+
+    def why_missing(self, name: str, required: Sequence[str] = ()) -> str:
+        """Why a name does not resolve: its server failed to start, is not available, or lacks it."""
+        known = sorted({*ATLAS_SERVERS, *required, *self.tools, *self.failed}, key=len, reverse=True)
+        server = next((s for s in known if any(name.startswith(s + sep) for sep in _SEPARATORS)), None)
+        if server in self.failed:
+            return f"server '{server}' failed to start: {self.failed[server]}"
+        if server in self.tools:
+            return f"server '{server}' has no tool '{name[len(server) + 1 :]}'"
+        if server is not None:
+            return f"needs server '{server}', which is not available here"
+        return f"no available server has a tool '{name}'"
+
+
+@dataclass
+class Skip:
+    """A record that cannot run here, and why."""
+
     task: str
-    enabled_tools: list[str]
-    prompt: str
-    claims: list[str]
-    trajectory: list[dict[str, Any]]  # {"tool": name, "args": {...}}
-    where: str = ""  # "record N (line L)" in its file
+    reason: str
 
 
-def _as_list(value: Any, raise_: Callable[[str], AtlasFormatError]) -> list[Any]:
-    """A list field: a list, a JSON array string, or a Python list literal (the public CSV has both)."""
-    if isinstance(value, str):
-        text = value.strip()
+def to_kit_task(at: AtlasTask, pool: ServerPool) -> Task | Skip:
+    """A kit Task when the servers of every gold call are available, else a ``Skip``. Enabled tools
+    whose server is missing are dropped (``metadata["atlas"]["dropped_tools"]``, with the reason)."""
+    gold: list[tuple[str, str]] = []
+    for step in at.trajectory:
         try:
-            value = json.loads(text)
-        except json.JSONDecodeError:
-            try:
-                value = ast.literal_eval(text)
-            except (ValueError, SyntaxError):
-                raise raise_(f"not a JSON list: {text[:80]!r}") from None
-    if not isinstance(value, list):
-        raise raise_(f"expected a list, got {type(value).__name__}")
-    return value
-
-
-def parse_record(record: Any, path: str | Path, where: str) -> AtlasTask:
-    """One record checked field by field."""
-    if not isinstance(record, dict):
-        raise AtlasFormatError(path, where, None, f"expected an object with {', '.join(FIELDS)}")
-    missing = [f for f in FIELDS if f not in record]
-    if missing:
-        raise AtlasFormatError(path, where, missing[0], f"missing (a record needs {', '.join(FIELDS)})")
-
-    def err(field: str) -> Callable[[str], AtlasFormatError]:
-        return lambda problem: AtlasFormatError(path, where, field, problem)
-
-    for field in ("TASK", "PROMPT"):
-        if not isinstance(record[field], str | int) or not str(record[field]).strip():
-            raise err(field)("must be a non-empty string")
-    tools = _as_list(record["ENABLED_TOOLS"], err("ENABLED_TOOLS"))
-    if not tools or not all(isinstance(t, str) and t for t in tools):
-        raise err("ENABLED_TOOLS")("must be a non-empty list of tool names")
-    claims = _as_list(record["GTFA_CLAIMS"], err("GTFA_CLAIMS"))
-    if not claims or not all(isinstance(c, str) and c.strip() for c in claims):
-        raise err("GTFA_CLAIMS")("must be a non-empty list of claim strings")
-    steps = []
-    for i, step in enumerate(_as_list(record["TRAJECTORY"], err("TRAJECTORY"))):
-        name = step.get("tool", step.get("name")) if isinstance(step, dict) else None
-        args = step.get("args", step.get("arguments", {})) if isinstance(step, dict) else None
-        if isinstance(args, str):
-            try:
-                args = json.loads(args)
-            except json.JSONDecodeError:
-                args = None
-        if not isinstance(name, str) or not isinstance(args, dict):
-            raise err("TRAJECTORY")(f"step {i} needs a tool name ('tool') and an object of 'args'")
-        steps.append({"tool": name, "args": args})
-    return AtlasTask(str(record["TASK"]), tools, str(record["PROMPT"]), claims, steps, where)
-
-
-def read_atlas_tasks(path: str | Path) -> list[AtlasTask]:
-    """Every record of a JSONL or JSON file; the first bad one raises ``AtlasFormatError``."""
-    path = Path(path)
-    if not path.is_file():
-        raise AtlasFormatError(path, "file", None, "not found")
-    text = path.read_text(encoding="utf-8")
-    if not text.strip():
-        raise AtlasFormatError(path, "file", None, "is empty")
-    records: list[tuple[Any, str]] = []
-    stripped = text.lstrip()
-    whole: Any = None
-    if stripped.startswith("["):
+            hit = pool.resolve(step.tool)
+        except AmbiguousTool as exc:
+            return Skip(at.task, f"gold call {exc}")
+        if hit is None:
+            return Skip(
+                at.task, f"gold call '{step.tool}': {pool.why_missing(step.tool, at.required_servers)}"
+            )
+        gold.append(hit)
+    chosen: dict[str, tuple[str, str]] = {}  # bare tool name -> (server, tool): what the model sees
+    for server, tool in gold:
+        other = chosen.get(tool)
+        if other is not None and other[0] != server:
+            return Skip(at.task, f"gold calls use '{tool}' of both server '{other[0]}' and server '{server}'")
+        chosen[tool] = (server, tool)
+    dropped: dict[str, str] = {}
+    for name in at.enabled_tools:
         try:
-            whole = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise AtlasFormatError(path, f"line {exc.lineno}", None, f"not JSON: {exc.msg}") from None
-    elif stripped.startswith("{") and "\n{" not in stripped.strip():
-        try:  # one object: {"tasks": [...]} or a single record
-            whole = json.loads(text)
-        except json.JSONDecodeError:
-            whole = None
-    if isinstance(whole, dict) and isinstance(whole.get("tasks"), list):
-        whole = whole["tasks"]
-    if isinstance(whole, list):
-        records = [(r, f"record {i + 1}") for i, r in enumerate(whole)]
-    else:
-        for n, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
-            where = f"record {len(records) + 1} (line {n})"
-            try:
-                records.append((json.loads(line), where))
-            except json.JSONDecodeError as exc:
-                raise AtlasFormatError(path, where, None, f"not JSON: {exc.msg}") from None
-    if not records:
-        raise AtlasFormatError(path, "file", None, "has no records")
-    return [parse_record(r, path, where) for r, where in records]
-
-
-# ---- servers --------------------------------------------------------------------------------------
-
-
-def resolve_tool(name: str, tool_servers: Mapping[str, str]) -> str | None:
-    """The tool a record names: itself, or without a ``<server>_`` / ``<server>__`` / ``<server>.``
-    prefix (MCP-Atlas names some tools after their server)."""
-    if name in tool_servers:
-        return name
-    for server in sorted({s for s in tool_servers.values()}, key=len, reverse=True):
-        m = re.fullmatch(rf"{re.escape(server)}(?:__|_|\.|-)(.+)", name)
-        if m and m.group(1) in tool_servers and tool_servers[m.group(1)] == server:
-            return m.group(1)
-    return None
-
-
-def to_kit_task(at: AtlasTask, tool_servers: Mapping[str, str]) -> Task | str:
-    """A kit Task, or the reason it cannot run here (tools no startable server provides)."""
-    resolved = {
-        t: resolve_tool(t, tool_servers) for t in [*at.enabled_tools, *(s["tool"] for s in at.trajectory)]
+            hit = pool.resolve(name)
+        except AmbiguousTool as exc:
+            dropped[name] = str(exc)
+            continue
+        if hit is None:
+            dropped[name] = pool.why_missing(name, at.required_servers)
+        elif hit[1] in chosen and chosen[hit[1]] != hit:
+            dropped[name] = f"its name '{hit[1]}' is taken by server '{chosen[hit[1]][0]}' in this task"
+        else:
+            chosen.setdefault(hit[1], hit)
+    servers = sorted({pool.kit.get(s, s) for s, _ in chosen.values()})
+    metadata: dict[str, Any] = {
+        "kind": "atlas",
+        "source": "mcp-atlas",
+        "where": at.where,
+        "atlas": {
+            "dropped_tools": dropped,
+            "servers": {s: pool.kit.get(s, s) for s in sorted({s for s, _ in chosen.values()})},
+            # the outputs the published trajectory recorded, one per gold call (None: not recorded)
+            "recorded": [[s, t, step.output] for (s, t), step in zip(gold, at.trajectory, strict=True)],
+        },
     }
-    unknown = sorted(t for t, r in resolved.items() if r is None)
-    if unknown:
-        return f"no server you can start provides {', '.join(unknown)}"
-    tools = sorted({resolved[t] for t in at.enabled_tools})  # type: ignore[type-var]
+    if at.final_answer:  # the gold policy answers with the recorded final message, not the claims
+        metadata["reference_answer"] = at.final_answer
+    else:
+        metadata["atlas"]["no_recorded_answer"] = True
     return Task(
         id=at.task,
         split="eval",
         prompt=at.prompt,
-        servers=sorted({tool_servers[t] for t in tools}),
-        tools=tools,
+        servers=servers,
+        tools=sorted(chosen),
         seed=0,
-        gold=[GoldCall(resolved[s["tool"]], s["args"]) for s in at.trajectory],  # type: ignore[arg-type]
-        # The reference answer states every claim, so the gold policy answers with them.
-        answers={"answer": "; ".join(at.claims)},
+        gold=[GoldCall(tool, step.args) for (_, tool), step in zip(gold, at.trajectory, strict=True)],
+        answers={},
         rubric=[
             RubricItem(f"claim{i + 1}", c, "answer_correctness", True, {"type": "claim"})
             for i, c in enumerate(at.claims)
         ],
-        metadata={"kind": "atlas", "source": "mcp-atlas", "where": at.where},
+        metadata=metadata,
     )
 
 
-def from_kit_task(task: Task) -> dict[str, str]:
-    """A kit task as an MCP-Atlas record (list fields as JSON strings, as the public dataset has
-    them). Claims: the task's essential rubric items (all items when none is essential)."""
-    items = [r for r in task.rubric if r.essential] or list(task.rubric)
-    if not items:
-        raise ValueError(f"task {task.id}: no rubric items to write as GTFA_CLAIMS")
-    trajectory = [{"tool": g.name, "args": g.arguments} for g in task.gold]
-    return {
-        "TASK": task.id,
-        "ENABLED_TOOLS": json.dumps(list(task.tools)),
-        "PROMPT": task.prompt,
-        "GTFA_CLAIMS": json.dumps([r.text for r in items]),
-        "TRAJECTORY": json.dumps(trajectory),
-    }
+# ---- servers --------------------------------------------------------------------------------------
+
+ServerFactory = Callable[[Path], Any]  # a fresh scratch folder -> ExternalServer
 
 
-def npm_servers(npm_dir: str | Path) -> dict[str, Callable[[Path], Any]]:
+def npm_servers(npm_dir: str | Path) -> dict[str, ServerFactory]:
     """The external npm servers found under ``npm_dir`` (``.../node_modules``): name -> a factory
     taking a fresh scratch folder (each episode gets its own: a new filesystem root, a new memory file)."""
     from toolkit.envs.external import ExternalServer
 
     base = Path(npm_dir).resolve() / "@modelcontextprotocol"
-    out: dict[str, Callable[[Path], Any]] = {}
+    out: dict[str, ServerFactory] = {}
     if shutil.which("node") is None:
         return out
     fs, mem = base / "server-filesystem" / "dist" / "index.js", base / "server-memory" / "dist" / "index.js"
@@ -220,14 +188,14 @@ def npm_servers(npm_dir: str | Path) -> dict[str, Callable[[Path], Any]]:
     return out
 
 
-def parse_externals(specs: Sequence[str]) -> dict[str, Callable[[Path], Any]]:
+def parse_externals(specs: Sequence[str]) -> dict[str, ServerFactory]:
     """``NAME=COMMAND`` options as server factories (each episode starts the command in a fresh
     scratch folder)."""
     import shlex
 
     from toolkit.envs.external import ExternalServer
 
-    out: dict[str, Callable[[Path], Any]] = {}
+    out: dict[str, ServerFactory] = {}
     for spec in specs:
         raw, sep, command = spec.partition("=")
         name, argv = raw.strip(), shlex.split(command)
@@ -237,30 +205,60 @@ def parse_externals(specs: Sequence[str]) -> dict[str, Callable[[Path], Any]]:
     return out
 
 
-def discover_tools(externals: Mapping[str, Callable[[Path], Any]]) -> dict[str, str]:
-    """``{tool: server}`` for the kit's domain servers and each external server (started once to list
-    its tools)."""
+def parse_maps(specs: Sequence[str]) -> dict[str, str]:
+    """``ATLAS=KIT`` options: the kit's domain server KIT answers for MCP-Atlas's server ATLAS."""
+    from toolkit.envs.registry import DOMAIN_SERVERS
+
+    out: dict[str, str] = {}
+    for spec in specs:
+        atlas, sep, kit = (p.strip() for p in spec.partition("="))
+        if not sep or not atlas or kit not in DOMAIN_SERVERS:
+            raise ValueError(
+                f"--map {spec!r}: expected ATLAS_SERVER=KIT_SERVER with a kit server of "
+                f"{', '.join(sorted(DOMAIN_SERVERS))}"
+            )
+        out[atlas] = kit
+    return out
+
+
+def discover_servers(
+    externals: Mapping[str, ServerFactory], maps: Mapping[str, str] | None = None, timeout: float = 30
+) -> ServerPool:
+    """Start each external server once to list its tools (one that fails is recorded, not fatal) and
+    add the kit's domain servers, except those named like one of MCP-Atlas's servers (unless mapped)."""
     import anyio
 
     from toolkit.envs import open_episode
     from toolkit.envs.registry import DOMAIN_SERVERS, tool_specs
 
-    # An external server replaces the kit's server of the same name (MCP-Atlas's "filesystem" is the
-    # npm one), and its tools take precedence over kit tools of the same name.
-    out = {s.name: s.server for s in tool_specs([n for n in DOMAIN_SERVERS if n not in externals])}
+    pool = ServerPool()
+    maps = dict(maps or {})
+    for name in DOMAIN_SERVERS:
+        if name in externals or name in ATLAS_SERVERS:
+            continue  # an external server of that name is the real one; an MCP-Atlas name is not ours
+        pool.tools[name] = {s.name for s in tool_specs([name])}
+        pool.kit[name] = name
+    for atlas, kit in maps.items():
+        if atlas in externals:
+            raise ValueError(f"--map {atlas}={kit}: an external server named '{atlas}' is given too")
+        pool.tools[atlas] = {s.name for s in tool_specs([kit])}
+        pool.kit[atlas] = kit
+        pool.stand_ins[atlas] = f"the kit's '{kit}' server (--map {atlas}={kit})"
 
-    async def listing(name: str, factory: Callable[[Path], Any]) -> list[str]:
-        with tempfile.TemporaryDirectory() as d:
-            async with open_episode(servers=[], external=[factory(Path(d))], timeout=30) as tb:
-                return [t.name for t in await tb.list_tools()]
+    async def listing(factory: ServerFactory) -> set[str]:
+        with tempfile.TemporaryDirectory() as d, anyio.fail_after(timeout + 5):
+            async with open_episode(servers=[], external=[factory(Path(d))], timeout=timeout) as tb:
+                return {t.name for t in await tb.list_tools()}
 
     for name, factory in externals.items():
-        for tool in anyio.run(listing, name, factory):
-            out[tool] = name
-    return out
+        try:
+            pool.tools[name] = anyio.run(listing, factory)
+        except Exception as exc:  # noqa: BLE001 (any start failure skips its tasks, never the run)
+            pool.failed[name] = f"{type(exc).__name__}: {exc}"[:300]
+    return pool
 
 
-def episode_opener(externals: Mapping[str, Callable[[Path], Any]]) -> Callable[[Task], Any]:
+def episode_opener(externals: Mapping[str, ServerFactory]) -> Callable[[Task], Any]:
     """``task -> async context manager``: the task's kit servers plus fresh external processes, each
     with its own scratch folder, removed when the episode ends."""
     from toolkit.envs import open_episode
@@ -275,12 +273,133 @@ def episode_opener(externals: Mapping[str, Callable[[Path], Any]]) -> Callable[[
     return opener
 
 
-def summarize(results: Sequence[Any], skipped: Mapping[str, str]) -> dict[str, Any]:
-    """Coverage (mean over tasks of the mean claim score) and pass rate (coverage >= 0.75)."""
+# ---- replay fidelity ------------------------------------------------------------------------------
+
+
+def _normal(text: str | None) -> Any:
+    """Output text compared as JSON when it is JSON, else with whitespace collapsed."""
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except (json.JSONDecodeError, TypeError):
+        return re.sub(r"\s+", " ", text).strip()
+
+
+def replay_fidelity(tasks: Sequence[Task], trajs: Sequence[Trajectory]) -> dict[str, Any]:
+    """Per server and per task: how many of the gold replay's outputs equal the published ones
+    (``match_rate``), and the first mismatch. Calls without a recorded output are not compared."""
+    servers: dict[str, dict[str, Any]] = {}
+    per_task: dict[str, dict[str, int]] = {}
+    for task, traj in zip(tasks, trajs, strict=True):
+        recorded = task.metadata.get("atlas", {}).get("recorded", [])
+        made = [c for c in traj.calls if c.name != "finish"]
+        row = per_task.setdefault(task.id, {"compared": 0, "matched": 0})
+        for i, (server, tool, expected) in enumerate(recorded):
+            if expected is None:
+                continue
+            got = made[i].result if i < len(made) and made[i].name == tool else None
+            entry = servers.setdefault(server, {"compared": 0, "matched": 0, "first_mismatch": None})
+            entry["compared"] += 1
+            row["compared"] += 1
+            if got is not None and _normal(got) == _normal(expected):
+                entry["matched"] += 1
+                row["matched"] += 1
+            elif entry["first_mismatch"] is None:
+                entry["first_mismatch"] = {
+                    "task": task.id,
+                    "call": i,
+                    "tool": tool,
+                    "recorded": expected[:300],
+                    "replayed": (
+                        got or f"<no output: {made[i].error if i < len(made) else 'call not made'}>"
+                    )[:300],
+                }
+    for entry in servers.values():
+        entry["match_rate"] = entry["matched"] / entry["compared"] if entry["compared"] else None
+    return {"servers": servers, "tasks": per_task}
+
+
+def summarize(
+    results: Sequence[Any],
+    skipped: Sequence[Skip],
+    tasks: Sequence[Task] = (),
+    errors: Mapping[str, str] = {},
+) -> dict[str, Any]:
+    """Coverage (mean over scored tasks of the mean claim score), pass rate (coverage >= 0.75), and
+    every record accounted for: run (with its dropped distractors) or skipped (with the reason)."""
     n = len(results)
-    out: dict[str, Any] = {"tasks_run": n, "tasks_skipped": len(skipped), "skipped": dict(skipped)}
+    out: dict[str, Any] = {
+        "tasks_run": n,
+        "tasks_skipped": len(skipped) + len(errors),
+        "skipped": {s.task: s.reason for s in skipped} | dict(errors),
+        "run": {
+            t.id: {
+                "dropped_tools": t.metadata.get("atlas", {}).get("dropped_tools", {}),
+                # without one the gold policy has no answer to give: its coverage is 0 by construction
+                "recorded_answer": "reference_answer" in t.metadata,
+            }
+            for t in tasks
+        },
+    }
     if n:
         out["coverage"] = sum(r.score for r in results) / n
         out["pass_rate"] = sum(r.score >= PASS_THRESHOLD for r in results) / n
         out["ungraded_claims"] = sum(r.details.get("ungraded", 0) for r in results)
     return out
+
+
+# ---- kit tasks written in the format --------------------------------------------------------------
+
+
+def answer_claims(task: Task) -> list[str]:
+    """Claims a final answer can be judged on: one per expected answer value (MCP-Atlas's judge sees the
+    answer only, so process rules such as "the model must use X" cannot be claims)."""
+    from toolkit.rewards.perturb import answer_text
+
+    return [f'The {key.replace("_", " ")} is "{answer_text(value)}".' for key, value in task.answers.items()]
+
+
+def to_atlas_record(task: Task, traj: Trajectory, tool_server: Mapping[str, str]) -> dict[str, Any] | Skip:
+    """A kit task and its gold replay as a published-format record: ``<server>_<tool>`` names, the
+    trajectory as messages with the tool outputs, the replay's final answer as ``GTFA``, claims about
+    the answer. A task with no answer values (a write) has nothing the answer-only judge can check."""
+    claims = answer_claims(task)
+    if not claims:
+        return Skip(task.id, "no answer values: MCP-Atlas judges the final answer only")
+    if traj.stop_reason == "error" or not all(c.ok for c in traj.calls):
+        return Skip(task.id, f"the gold replay failed ({traj.stop_reason})")
+
+    def prefixed(tool: str) -> str:
+        return f"{tool_server[tool]}_{tool}"
+
+    messages: list[dict[str, Any]] = []
+    for i, call in enumerate(c for c in traj.calls if c.name != "finish"):
+        call_id = f"call-{i + 1}"
+        function = {"name": prefixed(call.name), "arguments": json.dumps(call.args, ensure_ascii=False)}
+        messages.append(
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [{"id": call_id, "type": "function", "function": function}],
+            }
+        )
+        messages.append(
+            {
+                "role": "tool",
+                "tool_call_id": call_id,
+                "content": [{"type": "text", "text": call.result or ""}],
+            }
+        )
+    messages.append({"role": "assistant", "content": traj.final_answer or ""})
+    required = sorted({c.name for c in traj.calls if c.name != "finish"})
+    return {
+        "TASK": task.id,
+        "PROMPT": task.prompt,
+        "ENABLED_TOOLS": json.dumps([prefixed(t) for t in task.tools if t in tool_server]),
+        "TRAJECTORY": json.dumps(messages, ensure_ascii=False),
+        "GTFA": traj.final_answer or "",
+        "GTFA_CLAIMS": json.dumps(claims, ensure_ascii=False),
+        "REQUIRED_TOOLS": json.dumps([prefixed(t) for t in required]),
+        "REQUIRED_SERVERS": json.dumps(sorted({tool_server[t] for t in required})),
+    }

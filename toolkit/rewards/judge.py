@@ -220,9 +220,19 @@ class JudgeGrader:
         )
         return resp.choices[0].message.content if resp.choices else None
 
+    def build_messages(
+        self, task: Task, traj: Trajectory, items: Sequence[RubricItem]
+    ) -> list[dict[str, str]]:
+        """The request for one batch of items (a subclass judges from other inputs, e.g. MCP-Atlas's)."""
+        return build_messages(task, traj, items, self.max_result_chars)
+
+    def parse_reply(self, text: str | None, ids: Sequence[str]) -> dict[str, tuple[str, str]] | None:
+        """``{id: (verdict, reason)}`` from a reply, None when it is not the requested JSON."""
+        return parse_verdicts(text, ids)
+
     def _grade_batch(self, task: Task, traj: Trajectory, items: Sequence[RubricItem]) -> list[ItemGrade]:
         ids = [it.id for it in items]
-        messages = build_messages(task, traj, items, self.max_result_chars)
+        messages = self.build_messages(task, traj, items)
         key = JudgeCache.key(self.model, messages)
         cached = self.cache.get(key)
         if cached is not None:
@@ -249,7 +259,7 @@ class JudgeGrader:
                 self._count("transport_errors")
                 last_problem = type(exc).__name__
                 continue
-            parsed = parse_verdicts(text, ids)
+            parsed = self.parse_reply(text, ids)
             if parsed is None:
                 self._count("malformed")
                 last_problem = "malformed reply"

@@ -34,14 +34,14 @@ def gold_answer(task: Task) -> str:
         return "Could you tell me the missing details so I can complete this request?"
     if not task.answers:
         return "Done."
-    return "; ".join(f"{key}: {_answer_text(value)}" for key, value in task.answers.items())
+    return "; ".join(f"{key}: {answer_text(value)}" for key, value in task.answers.items())
 
 
-def _answer_text(value: Any) -> str:
+def answer_text(value: Any) -> str:
     if isinstance(value, list | tuple):
-        return ", ".join(_answer_text(v) for v in value)
+        return ", ".join(answer_text(v) for v in value)
     if isinstance(value, dict):
-        return ", ".join(f"{k}: {_answer_text(v)}" for k, v in value.items())
+        return ", ".join(f"{k}: {answer_text(v)}" for k, v in value.items())
     return str(value)
 
 

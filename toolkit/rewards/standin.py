@@ -82,9 +82,27 @@ def _flip(seed: str, noise: float) -> bool:
     return h < noise
 
 
+def grade_claim_request(user: str) -> str:
+    """The stand-in's reply to an MCP-Atlas-style request (``toolkit.rewards.atlas.claim_messages``):
+    the rule above, with only the final answer as the trajectory."""
+    from toolkit.rewards.atlas import ANSWER_MARK, CLAIM_MARK
+
+    claim, _, answer = user.split(CLAIM_MARK, 1)[1].partition(ANSWER_MARK)
+    verdict, reason = heuristic_verdict(claim, {"answers_to_user": [answer]})
+    outcome = "fulfilled" if verdict == "pass" else "not_fulfilled"
+    return json.dumps(
+        {"claim_text": claim, "coverage_outcome": outcome, "justification": reason, "confidence_level": 1.0}
+    )
+
+
 def grade_request(messages: list[dict[str, Any]], noise: float = 0.0) -> str:
-    """The stand-in's reply content for a request built by ``toolkit.rewards.judge.build_messages``."""
+    """The stand-in's reply content for a request built by ``toolkit.rewards.judge.build_messages``
+    (or, one claim at a time, by ``toolkit.rewards.atlas.claim_messages``)."""
+    from toolkit.rewards.atlas import CLAIM_MARK
+
     user = next((m.get("content") or "" for m in messages if m.get("role") == "user"), "")
+    if CLAIM_MARK in user and "TRAJECTORY (JSON):" not in user:
+        return grade_claim_request(user)
     traj_part = user.split("TRAJECTORY (JSON):\n", 1)[-1].split("\n\nRUBRIC ITEMS (JSON):\n", 1)
     traj_json, items_json = (traj_part + ["[]"])[:2]
     try:
