@@ -149,6 +149,36 @@ def test_the_old_reward_breaks_rows_that_outcome_keeps(tasks, episodes):
     assert ("abstain", "right+short", "no answer") in broken
 
 
+def test_a_blanket_retry_habit_pays_later_than_under_the_old_reward(tasks, episodes):
+    """Issue 31 item 2: under the old reward "always call twice" paid once 24-36% of first calls failed.
+    Under outcome it never pays when the retries end wrong, and at the warm start's answer correctness
+    (about 0.15) only past a failure share well above the old reward's, on every kind."""
+    from toolkit.rewards.drift import retry_habit_break_even
+
+    new, old = get_reward("outcome"), old_reward()
+    for kind in GOLD_KINDS:
+        task, eps = tasks[kind], episodes[kind]
+        p_new = {
+            a: retry_habit_break_even({n: new(task, t).score for n, t in eps.items()}, a) for a in (0, 0.15)
+        }
+        p_old = {
+            a: retry_habit_break_even({n: old(task, t).score for n, t in eps.items()}, a) for a in (0, 0.15)
+        }
+        assert p_new[0] is None, kind
+        assert p_old[0] is not None and p_old[0] < 0.5, kind
+        assert p_new[0.15] is None or p_new[0.15] > max(0.6, p_old[0.15]), (kind, p_new, p_old)
+
+
+def test_gold_replay_of_every_eval_task_scores_one():
+    """Every kind in the packaged eval set (300 tasks: clarify and multi-part too) tops out at 1.0."""
+    from toolkit.rewards.replay import replay_gold
+
+    reward = get_reward("outcome")
+    tasks = read_jsonl(EVAL, Task)
+    low = [(t.id, r.breakdown) for t in tasks if (r := reward(t, replay_gold(t))).score < 1.0 - 1e-9]
+    assert not low
+
+
 def test_lookup_values_match_the_documented_table(tasks, episodes):
     """The numbers in outcome.py's docstring and docs/rewards.md."""
     reward, eps, task = get_reward("outcome"), episodes["lookup"], tasks["lookup"]

@@ -186,6 +186,48 @@ def drift_table(
     return rows
 
 
+def retry_habit_break_even(scores: dict[str, float], answer_right: float) -> float | None:
+    """The share of failed first calls above which a blanket "always make a second call" habit pays
+    under a reward, from one task's scenario scores (``GOLD_SCENARIOS`` names -> score).
+
+    Without the habit an episode is right+short or wrong+short when the first call works, and gives up
+    when it fails; with it, right/wrong+redundant and retry right/wrong. ``answer_right``: the share of
+    episodes that end with the right answer (a). The habit pays where p * gain > (1 - p) * cost:
+    cost = a (right+short - right+redundant) + (1 - a) (wrong+short - wrong+redundant),
+    gain = a (retry right - give up) + (1 - a) (retry wrong - give up). Returns the p where both are
+    equal, 0.0 when the habit costs nothing, None when it never pays."""
+    a = answer_right
+    cost = a * (scores["right+short"] - scores["right+redundant"]) + (1 - a) * (
+        scores["wrong+short"] - scores["wrong+redundant"]
+    )
+    gain = a * (scores["retry right"] - scores["give up"]) + (1 - a) * (
+        scores["retry wrong"] - scores["give up"]
+    )
+    if cost <= 1e-12:
+        return 0.0
+    if gain <= 1e-12:
+        return None
+    return cost / (cost + gain)
+
+
+def break_even_markdown(rows: list[dict[str, Any]], labels: Sequence[str], shares: Sequence[float]) -> str:
+    """``retry_habit_break_even`` per task with gold calls, reward and answer-right share, as a table."""
+    head = ["kind", *(f"{lb}, a = {a:g}" for lb in labels for a in shares)]
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for task in dict.fromkeys(r["task"] for r in rows):
+        mine = {r["episode"]: r for r in rows if r["task"] == task}
+        if "retry right" not in mine:
+            continue
+        cells = [next(iter(mine.values()))["kind"]]
+        for lb in labels:
+            scores = {name: r[lb] for name, r in mine.items()}
+            for a in shares:
+                p = retry_habit_break_even(scores, a)
+                cells.append("never" if p is None else f"{p:.2f}")
+        out.append("| " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
 def markdown(rows: list[dict[str, Any]], labels: Sequence[str]) -> str:
     """``drift_table`` rows as a markdown table, with each reward's rank of the episode within its task
     (1 = best; ties share the best rank)."""
@@ -245,7 +287,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"error: {args.tasks}: {exc}", file=sys.stderr)
             return 2
     rewards = {"outcome": get_reward("outcome"), "old": old_reward()}
-    print(markdown(drift_table(picked, rewards, args.max_turns), list(rewards)))
+    rows = drift_table(picked, rewards, args.max_turns)
+    print(markdown(rows, list(rewards)))
+    print("\nShare of failed first calls above which 'always call twice' pays (a: share of right answers):\n")
+    print(break_even_markdown(rows, list(rewards), (0.0, 0.15, 1.0)))
     return 0
 
 
