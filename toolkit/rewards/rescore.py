@@ -141,8 +141,9 @@ def rescore_rollouts(
 
 
 def summarize(episodes: Sequence[dict[str, Any]], labels: Sequence[str]) -> dict[str, Any]:
-    """Each reward's mean per pattern, and for every two rewards the share of within-group pairs
-    (same step and task, different scores under either) that they order in opposite directions."""
+    """Each reward's mean per pattern, and for every two rewards how many within-group pairs (same step
+    and task; pairs tied under both left out) they order differently: in opposite directions, or tied
+    under one and not the other."""
     by_pattern: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for ep in episodes:
         by_pattern[ep["pattern"]].append(ep)
