@@ -8,6 +8,8 @@
 - ``rubric-pass``: 1 when at least ``threshold`` (0.75) of the essential rubric items pass, {0, 1}.
 - ``answer``: the rubric over its essential ``answer_correctness`` items only, [0, 1].
 - ``finished``: 1 when the episode ended with a reply to the user, not at the turn or token cap, {0, 1}.
+- ``outcome``: finishing right and short is strictly best on every task kind; extra calls, the turn cap
+  and empty replies cost (docs/rewards.md), [0, 1].
 - ``atlas``: MCP-Atlas claim coverage (fulfilled 1 / partial 0.5 / not 0), [0, 1], with pass@0.50/0.75.
 - ``prove``: PROVE's programmatic reward as published (PROVE, arXiv 2606.03892), (-inf, 1.3] (negative
   only through the efficiency term).

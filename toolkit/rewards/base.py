@@ -106,6 +106,7 @@ REGISTRY: dict[str, str] = {
     "prove": "toolkit.rewards.prove:ProveReward",
     "prove-kit": "toolkit.rewards.prove_kit:ProveKitReward",
     "finished": "toolkit.rewards.finished:FinishedReward",
+    "outcome": "toolkit.rewards.outcome:OutcomeReward",
     "graduated": "toolkit.rewards.graduated:GraduatedReward",
     "toolrl": "toolkit.rewards.toolrl:ToolRLReward",
     "bfcl": "toolkit.rewards.bfcl:BFCLReward",

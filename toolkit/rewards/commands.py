@@ -1,4 +1,5 @@
-"""`mcp-rl score`: score trajectories against their tasks with any registered reward."""
+"""`mcp-rl score`: score trajectories against their tasks with any registered reward; `mcp-rl rescore`:
+re-score a GRPO run's rollout log (``<run>/grpo/rollouts.jsonl``) offline with several rewards."""
 
 from __future__ import annotations
 
@@ -42,6 +43,27 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("--json", action="store_true", help="print everything as one JSON object")
     p.set_defaults(func=run_score)
+
+    r = subparsers.add_parser(
+        "rescore",
+        help="re-score a GRPO rollout log (grpo/rollouts.jsonl) offline with several rewards",
+        description="Score every logged episode against its task with each reward; print each reward's mean "
+        "per drift pattern (turn cap, extra calls, retry after a failed call, ...) and how often two rewards "
+        "order the episodes of a group differently. Successful calls are executed again in a fresh episode "
+        "to recover the state diff the log does not keep.",
+    )
+    r.add_argument("--tasks", required=True, help="the run's tasks JSONL (e.g. <run>/tasks/train.jsonl)")
+    r.add_argument("--rollouts", required=True, help="the rollout log (e.g. <run>/grpo/rollouts.jsonl)")
+    r.add_argument(
+        "--reward",
+        nargs="+",
+        default=["outcome", "cpu-demo"],
+        help="reward names; 'cpu-demo' is the cpu-demo recipe's rubric + 0.5 prove-kit (beta 0)",
+    )
+    r.add_argument("--no-replay", action="store_true", help="do not re-execute calls (no state diffs)")
+    r.add_argument("--out", help="also write every episode's scores here (JSONL)")
+    r.add_argument("--json", action="store_true", help="print the summary as JSON")
+    r.set_defaults(func=run_rescore)
 
 
 def score_files(
@@ -135,4 +157,31 @@ def run_score(args: argparse.Namespace) -> int:
         print(f"{'category':<22} {'n':>5} {'accuracy':>9} {'kappa':>7}")
         for cat, row in [("overall", cal["overall"]), *cal["per_category"].items()]:
             print(f"{cat:<22} {row['n']:>5} {row['accuracy']:>9.3f} {row['kappa']:>7.3f}")
+    return 0
+
+
+def run_rescore(args: argparse.Namespace) -> int:
+    from toolkit.records import write_jsonl
+    from toolkit.rewards.base import get_reward, list_rewards
+    from toolkit.rewards.drift import old_reward
+    from toolkit.rewards.rescore import markdown_summary, rescore_rollouts
+
+    rewards = {}
+    for name in args.reward:
+        if name == "cpu-demo":
+            rewards[name] = old_reward()
+        elif name in list_rewards():
+            rewards[name] = get_reward(name)
+        else:
+            raise ValueError(f"unknown reward {name!r}; known: cpu-demo, {', '.join(list_rewards())}")
+    out = rescore_rollouts(args.tasks, args.rollouts, rewards, replay=not args.no_replay)
+    if args.out:
+        write_jsonl(args.out, out["episodes"])
+    if args.json:
+        json.dump(out["summary"], sys.stdout, indent=1)
+        print()
+    else:
+        summary = out["summary"]
+        print(f"{summary['n']} episodes in {summary['groups']} groups (step, task)\n")
+        print(markdown_summary(summary, list(rewards)))
     return 0
