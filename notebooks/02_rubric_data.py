@@ -66,7 +66,7 @@ if "google.colab" in sys.modules:
 # Parameters (papermill injects SMOKE=True and OUT_DIR in CI)
 SMOKE = False
 OUT_DIR = "../build/notebooks/02_rubric_data"
-N_TRAIN = 400  # train tasks to generate here (the sample shipped in toolkit/data/tasks has 2,000)
+N_TRAIN = 400  # train tasks to generate here (the sample shipped in data/tasks has 2,000)
 N_EVAL = 60  # held-out eval tasks
 SEED = 0
 PRESET = "default"  # "cpu": 1-2 calls and few distractors, for the CPU training demo; "hard": long chains

@@ -77,7 +77,7 @@ GROUP_SIZE = 8  # samples per prompt (GRPO num_generations)
 # Simulated policies: (min, max) perturbations per sample; "weak" never reproduces the gold exactly
 POLICIES = {"weak": (2, 4), "medium": (1, 3), "strong": (0, 1)}
 EXECUTE = True  # re-execute perturbed calls in real episodes (synthesized tasks only)
-TASKS_DIR = None  # folder of tasks JSONL (default: the shipped toolkit/data/tasks, else the example tasks)
+TASKS_DIR = None  # folder of tasks JSONL (default: the shipped data/tasks, else the example tasks)
 ROLLOUTS = None  # a trajectories JSONL from `mcp-rl rollout` to use instead of perturbations
 JUDGE_NOISE = 0.1  # share of verdicts the stand-in judge flips (ignored with a real judge)
 LOCAL_JUDGE = None  # e.g. "smollm2-135m": serve a transformers model in-process as the judge (slow on CPU)

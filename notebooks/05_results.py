@@ -227,7 +227,7 @@ for name in ("before_after", "rubric_categories", "tool_usage", "finish_rate", "
 # %% [markdown]
 # ## Against the published numbers
 #
-# What the three write-ups report (sources and quotes in `toolkit/data/reference_results.json`):
+# What the three write-ups report (sources and quotes in `data/reference_results.json`):
 #
 # - Scale, MCP Atlas, Qwen2.5-14B with LoRA r=32 and a rubric reward: coverage 23.5% -> 30.4%,
 #   pass@0.50 15.8% -> 31.9%, pass@0.75 7.7% -> 17.3%.
