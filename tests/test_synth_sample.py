@@ -19,7 +19,7 @@ def _head(path, n: int) -> list[dict]:
 
 
 def test_sample_regenerates_from_its_command():
-    # README: mcp-rl synth --n 2000 --n-eval 300 --seed 0 --out data/tasks. A shorter run with the same
+    # docs/guide.md: mcp-rl synth --n 2000 --n-eval 300 --seed 0 --out data/tasks. A shorter run with the same
     # seed is a prefix of the longer one, so a slice regenerates cheaply.
     summary = json.loads((SAMPLE / "summary.json").read_text())
     assert summary["config"] == make_config("default", n_train=2000, n_eval=300, seed=0).to_dict()
