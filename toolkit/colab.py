@@ -9,7 +9,7 @@ them against recorded runtime descriptions (tests/data/colab/, from Colab's publ
 What it decides, and why (docs/gpu.md, "Colab"):
 - Python 3.11-3.13 (Colab's default runtime is 3.13 since 2026-08; 3.12 by "Change runtime version").
 - GPU with a driver below 580: the driver cannot run CUDA 13, and PyPI's torch 2.13.0 and vllm 0.30.0
-  are CUDA 13 builds, so torch (with torchvision/torchaudio) comes from PyTorch's CUDA 12.9 index and
+  are CUDA 13 builds, so torch (with torchvision) comes from PyTorch's CUDA 12.9 index and
   vllm from vLLM's CUDA 12.9 index, then the kit with its pins (the CUDA 12.9 index stays an extra
   index there, so any other torch-family wheel is the CUDA 12.9 build too).
 - GPU with a driver 580 or newer: PyPI's builds, as the pins say.
@@ -39,10 +39,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 # The pins this decides around (pyproject.toml; tests/test_resolve_gpu.py checks they match the
-# resolved `gpu` extra, torchvision/torchaudio included).
+# resolved `gpu` extra, torchvision included). torchaudio is left to the vllm install, with the CUDA 12.9
+# index as an extra index: whether PyTorch builds vLLM's torchaudio 2.11.0 for CUDA 12.9 is not known here.
 TORCH = "2.13.0"
 TORCHVISION = "0.28.0"
-TORCHAUDIO = "2.11.0"
 VLLM = "0.30.0"
 CUDA13_MIN_DRIVER = 580  # CUDA 13.0 needs an R580 driver or newer
 MIN_COMPUTE_FOR_VLLM = (8, 0)  # T4 (7.5) and older: the GPU backend without vLLM
@@ -61,7 +61,7 @@ ENV_BACKEND, ENV_GPU_VLLM, ENV_BF16 = "MCP_RL_BACKEND", "MCP_RL_GPU_VLLM", "MCP_
 STAMP_NAME = ".colab-install.json"
 # Compute capability by card name, for an nvidia-smi too old to report compute_cap.
 KNOWN_CARDS = {"T4": (7, 5), "V100": (7, 0), "P100": (6, 0), "K80": (3, 7), "L4": (8, 9), "A100": (8, 0),
-               "H100": (9, 0), "H200": (9, 0), "B200": (10, 0), "G4": (12, 0), "RTX PRO 6000": (12, 0)}  # fmt: skip
+               "H100": (9, 0), "H200": (9, 0), "B200": (10, 0)}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -194,14 +194,7 @@ def install_commands(decision: Decision, rt: Runtime, repo: str, gpu_extra: list
         if decision.route == "cuda12.9":
             torch_index = ["--extra-index-url", TORCH_CU129_INDEX]
             commands.append(
-                [
-                    *pip,
-                    f"torch=={TORCH}",
-                    f"torchvision=={TORCHVISION}",
-                    f"torchaudio=={TORCHAUDIO}",
-                    "--index-url",
-                    TORCH_CU129_INDEX,
-                ]  # fmt: skip
+                [*pip, f"torch=={TORCH}", f"torchvision=={TORCHVISION}", "--index-url", TORCH_CU129_INDEX]
             )
             if decision.vllm:
                 commands.append(
