@@ -49,7 +49,7 @@ def test_t4_on_colabs_driver_cuda129_torch_no_vllm_no_bf16():
     assert any("no vLLM" in r for r in decision.reasons) and any("fp16" in r for r in decision.reasons)
     assert commands == [
         UNINSTALL_COLAB_TORCH_FAMILY,
-        [*PIP, "torch==2.13.0", "torchvision==0.28.0", "torchaudio==2.11.0", "--index-url", CU129],
+        [*PIP, "torch==2.13.0", "torchvision==0.28.0", "--index-url", CU129],
         # the kit and Unsloth, no vLLM; any other torch-family wheel from the CUDA 12.9 index too
         [
             *PIP,
@@ -71,7 +71,7 @@ def test_l4_and_a100_on_colabs_driver_cuda129_torch_and_vllm(name):
     assert decision.env() == {"MCP_RL_BACKEND": "gpu", "MCP_RL_GPU_VLLM": "1", "MCP_RL_BF16": "1"}
     assert commands == [
         UNINSTALL_COLAB_TORCH_FAMILY,
-        [*PIP, "torch==2.13.0", "torchvision==0.28.0", "torchaudio==2.11.0", "--index-url", CU129],
+        [*PIP, "torch==2.13.0", "torchvision==0.28.0", "--index-url", CU129],
         [
             *PIP,
             "vllm==0.30.0+cu129",

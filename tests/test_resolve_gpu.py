@@ -87,8 +87,8 @@ def test_pinned_set_resolves(tmp_path, extras, python, platform):
         assert resolved["unsloth-zoo"] == "2026.10.7"
         assert resolved["vllm"] == "0.30.0"
         # what the Colab install cell takes from the CUDA 12.9 indexes is what the set resolves to
-        assert [resolved[p] for p in ("torch", "torchvision", "torchaudio", "vllm")] == [
-            colab.TORCH, colab.TORCHVISION, colab.TORCHAUDIO, colab.VLLM
+        assert [resolved[p] for p in ("torch", "torchvision", "vllm")] == [
+            colab.TORCH, colab.TORCHVISION, colab.VLLM
         ]  # fmt: skip
     else:
         assert "vllm" not in resolved and "unsloth" not in resolved
