@@ -2,13 +2,13 @@
 
 The workload: for every task, its gold trajectory plus perturbed copies (``toolkit.rewards.perturb``,
 record level, nothing executed), so the rewards see a realistic mix of good and broken episodes.
-Tasks come from ``--tasks FILE`` (e.g. toolkit/data/tasks/train.jsonl) or the kit's example tasks.
+Tasks come from ``--tasks FILE`` (e.g. data/tasks/train.jsonl) or the kit's example tasks.
 The baseline, measured in the same run, is what every scoring path pays anyway: turning the task
 and trajectory dicts (TRL's ``task`` column and rollout ``trajectory`` field) back into records.
 Ratios are reward time over baseline time.
 
     python -m bench.bench_rewards                         # example tasks, 2000 trajectories
-    python -m bench.bench_rewards --tasks toolkit/data/tasks/train.jsonl --n 5000
+    python -m bench.bench_rewards --tasks data/tasks/train.jsonl --n 5000
 """
 
 from __future__ import annotations

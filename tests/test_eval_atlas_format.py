@@ -278,7 +278,7 @@ def _upstream_read(path: Path) -> list[dict]:
 def test_export_reads_back_under_the_upstream_rules(tmp_path, capsys):
     from toolkit.records import Task, write_jsonl
 
-    tasks = read_jsonl(ROOT / "toolkit" / "data" / "tasks" / "eval.jsonl", Task)[:12]
+    tasks = read_jsonl(ROOT / "data" / "tasks" / "eval.jsonl", Task)[:12]
     write_jsonl(tmp_path / "kit.jsonl", tasks)
     assert (
         main(["atlas", "export", "--tasks", str(tmp_path / "kit.jsonl"), "--out", str(tmp_path / "a.csv")])

@@ -1,6 +1,9 @@
 """A non-editable install (`pip install .`, i.e. a wheel) carries everything the kit reads at run time:
 recipes, the held-out task sample, the published reference numbers. Built from a copy of the source
-(the checkout stays clean) and run from another directory, so nothing can come from the checkout."""
+(the checkout stays clean) and run from another directory, so nothing can come from the checkout.
+
+The repository keeps that data once, in the top-level data/ (what a reader opens); setup.py copies it
+into the wheel as toolkit/data."""
 
 from __future__ import annotations
 
@@ -9,10 +12,11 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import zipfile
 
 import pytest
 
-from toolkit.paths import REPO_ROOT
+from toolkit.paths import DATA_DIR, PACKAGE_DIR, REPO_ROOT
 
 CHECK = textwrap.dedent(
     """
@@ -40,14 +44,17 @@ CHECK = textwrap.dedent(
 def test_wheel_install_runs_from_another_directory(tmp_path):
     src = tmp_path / "src"
     src.mkdir()
-    for name in ("pyproject.toml", "README.md"):
+    for name in ("pyproject.toml", "setup.py", "MANIFEST.in", "README.md"):
         shutil.copy(REPO_ROOT / name, src / name)
-    shutil.copytree(REPO_ROOT / "toolkit", src / "toolkit", ignore=shutil.ignore_patterns("__pycache__"))
+    for folder in ("toolkit", "data"):
+        shutil.copytree(REPO_ROOT / folder, src / folder, ignore=shutil.ignore_patterns("__pycache__"))
     wheels, site = tmp_path / "wheels", tmp_path / "site"
     pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "--no-input", "-q"]
     subprocess.run([*pip, "wheel", "--no-deps", "--no-build-isolation", "-w", str(wheels), str(src)],
                    check=True, capture_output=True, timeout=600)  # fmt: skip
     (wheel,) = wheels.glob("mcp_rl_kit-*.whl")
+    shipped = {n for n in zipfile.ZipFile(wheel).namelist() if n.startswith("toolkit/data/")}
+    assert {"toolkit/data/reference_results.json", "toolkit/data/tasks/eval.jsonl"} <= shipped
     subprocess.run([*pip, "install", "--no-deps", "--target", str(site), str(wheel)],
                    check=True, capture_output=True, timeout=600)  # fmt: skip
 
@@ -68,3 +75,10 @@ def test_wheel_install_runs_from_another_directory(tmp_path):
     assert listing.returncode == 0, listing.stderr[-3000:]
     assert "servers," in listing.stdout.splitlines()[-1]
     assert not (elsewhere / "build").exists() and not (elsewhere / "runs").exists()
+
+
+def test_the_checkout_keeps_one_copy_of_the_data_at_the_top():
+    """data/ at the top of the checkout is what the kit reads there; no second copy inside the package."""
+    assert DATA_DIR == REPO_ROOT / "data"
+    assert (DATA_DIR / "reference_results.json").is_file() and (DATA_DIR / "tasks" / "eval.jsonl").is_file()
+    assert not (PACKAGE_DIR / "data").exists()

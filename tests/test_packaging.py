@@ -55,7 +55,7 @@ def test_every_runtime_dependency_is_pinned():
 def test_cpu_install_pins_the_cpu_torch():
     assert "torch==2.13.0" in _pyproject()["project"]["dependencies"]
     assert "torch==2.13.0" in (REPO_ROOT / "Makefile").read_text()
-    from toolkit.notebooks import TORCH  # the Colab CPU runtime's torch
+    from toolkit.colab import TORCH  # what the Colab install cell installs
 
     assert f"torch=={TORCH}" in _pyproject()["project"]["dependencies"]
 

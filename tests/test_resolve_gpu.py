@@ -3,7 +3,8 @@
 `uv pip compile` resolves pyproject.toml for a target platform and Python version from PyPI's metadata
 (no GPU, no CUDA, no download of the wheels themselves), so this runs on a CPU machine and fails on any
 conflict. It needs the network to PyPI; uv caches what it read, so a second run takes seconds.
-The commands are the ones docs/gpu.md quotes.
+The commands are the ones docs/gpu.md quotes. Python 3.13 and 3.12 (Colab's runtimes) and 3.11 are
+target versions only: no such interpreter is needed here.
 """
 
 from __future__ import annotations
@@ -13,13 +14,18 @@ import re
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
 
+from toolkit import colab
 from toolkit.paths import REPO_ROOT
 
 LINUX_X86_64 = "x86_64-manylinux_2_28"
+# Colab's image is Ubuntu 22.04 (glibc 2.35; googlecolab/backend-info os-info-gpu.txt). There every
+# package must come as a wheel: a source build of vLLM's dependencies is not an install cell's job.
+COLAB = "x86_64-manylinux_2_35"
 
 
 def _uv() -> str:
@@ -29,9 +35,13 @@ def _uv() -> str:
     return found
 
 
-def _compile(pyproject: Path, extras: list[str], python: str, out: Path) -> subprocess.CompletedProcess:
-    cmd = [_uv(), "pip", "compile", str(pyproject), "--python-platform", LINUX_X86_64]
+def _compile(
+    pyproject: Path, extras: list[str], python: str, out: Path, platform: str = LINUX_X86_64
+) -> subprocess.CompletedProcess:
+    cmd = [_uv(), "pip", "compile", str(pyproject), "--python-platform", platform]
     cmd += ["--python-version", python, "--no-header", "-o", str(out)]
+    if platform == COLAB:
+        cmd += ["--only-binary", ":all:"]
     for extra in extras:
         cmd += ["--extra", extra]
     # never fetch a managed Python: the target version only selects wheels and markers
@@ -48,19 +58,24 @@ def _resolved(out: Path) -> dict[str, str]:
     return pins
 
 
-@pytest.mark.parametrize(
-    ("extras", "python"),
-    [
-        (["gpu"], "3.12"),  # one CUDA GPU, Linux x86_64
-        (["gpu", "bfcl"], "3.12"),  # Colab GPU runtime
-        (["dev", "bfcl"], "3.11"),  # `make setup` (CPU)
-        (["dev", "bfcl"], "3.12"),  # Colab CPU runtime
-    ],
-    ids=["gpu-py312", "colab-gpu-py312", "cpu-py311", "colab-cpu-py312"],
-)
-def test_pinned_set_resolves(tmp_path, extras, python):
+CASES = {
+    "gpu-py312": (["gpu"], "3.12", LINUX_X86_64),  # one CUDA GPU, Linux x86_64
+    "gpu-py313": (["gpu"], "3.13", LINUX_X86_64),
+    "cpu-py311": (["dev", "bfcl"], "3.11", LINUX_X86_64),  # `make setup` (CPU)
+    "cpu-py313": (["dev", "bfcl"], "3.13", LINUX_X86_64),
+    # Colab: its default runtime is Python 3.13 (since 2026-08), 3.12 by "Change runtime version".
+    # The install cell (toolkit/colab.py) installs `gpu,bfcl` on a GPU runtime, `bfcl` on a CPU one.
+    "colab-gpu-py313": (["gpu", "bfcl"], "3.13", COLAB),
+    "colab-gpu-py312": (["gpu", "bfcl"], "3.12", COLAB),
+    "colab-cpu-py313": (["bfcl"], "3.13", COLAB),
+    "colab-cpu-py312": (["bfcl"], "3.12", COLAB),
+}
+
+
+@pytest.mark.parametrize(("extras", "python", "platform"), list(CASES.values()), ids=list(CASES))
+def test_pinned_set_resolves(tmp_path, extras, python, platform):
     out = tmp_path / "resolved.txt"
-    proc = _compile(REPO_ROOT / "pyproject.toml", extras, python, out)
+    proc = _compile(REPO_ROOT / "pyproject.toml", extras, python, out, platform)
     assert proc.returncode == 0, f"uv could not resolve {extras} for Python {python}:\n{proc.stderr[-4000:]}"
     resolved = _resolved(out)
     # the exact pins survive resolution: nothing upgraded or swapped them
@@ -71,8 +86,27 @@ def test_pinned_set_resolves(tmp_path, extras, python):
         assert resolved["unsloth"] == "2026.10.7"
         assert resolved["unsloth-zoo"] == "2026.10.7"
         assert resolved["vllm"] == "0.30.0"
+        # what the Colab install cell takes from the CUDA 12.9 indexes is what the set resolves to
+        assert [resolved[p] for p in ("torch", "torchvision", "vllm")] == [
+            colab.TORCH, colab.TORCHVISION, colab.VLLM
+        ]  # fmt: skip
     else:
         assert "vllm" not in resolved and "unsloth" not in resolved
+        # nothing in the CPU set pulls the torch family the Colab cell removes on a CPU runtime
+        assert not set(colab.TORCH_FAMILY) & set(resolved), set(colab.TORCH_FAMILY) & set(resolved)
+
+
+def test_requires_python_admits_colabs_pythons():
+    """uv resolves for a target Python without checking the project's own requires-python: this does."""
+    from packaging.specifiers import SpecifierSet
+
+    spec = SpecifierSet(
+        tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["requires-python"]
+    )
+    # Colab's default runtime (googlecolab/backend-info os-info-gpu.txt, 2026-08-19), its 3.12, make setup's
+    for version in ("3.13.15", "3.12.12", "3.11.7"):
+        assert spec.contains(version), f"requires-python {spec} refuses Python {version}"
+    assert colab.PYTHONS == ((3, 11), (3, 12), (3, 13))
 
 
 # The pins before issue 17 (README's `pip install -e ".[gpu]"` could not install them).

@@ -1,5 +1,5 @@
 """The ``outcome`` reward orders scripted episodes the way issue 31 asks, on one real held-out task of
-each kind (toolkit/data/tasks/eval.jsonl), every episode executed in a fresh environment
+each kind (data/tasks/eval.jsonl), every episode executed in a fresh environment
 (``toolkit.rewards.drift``): one row per ordering. The cpu-demo recipe's reward (rubric + 0.5
 prove-kit, beta 0) breaks some of the same rows, which is the problem the new reward fixes.
 
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import pytest
 
@@ -19,7 +20,7 @@ from toolkit.rewards import get_reward
 from toolkit.rewards.drift import Call, drift_episodes, episode, old_reward
 from toolkit.rewards.perturb import gold_answer
 
-EVAL = "toolkit/data/tasks/eval.jsonl"
+EVAL = Path(__file__).resolve().parents[1] / "data" / "tasks" / "eval.jsonl"
 # one real task per kind: a lookup, an aggregate (2 calls), a write whose wrong value is a valid enum
 # value (set_ticket_priority), a 2-step chain, an abstention (tools: search_companies, update_company)
 TASK_IDS = {

@@ -1,4 +1,4 @@
-"""The committed sample in toolkit/data/tasks: it regenerates from its command, and the gold policy scores
+"""The committed sample in data/tasks: it regenerates from its command, and the gold policy scores
 full marks on it under the programmatic rubric reward."""
 
 from __future__ import annotations
@@ -19,14 +19,14 @@ def _head(path, n: int) -> list[dict]:
 
 
 def test_sample_regenerates_from_its_command():
-    # README: mcp-rl synth --n 2000 --n-eval 300 --seed 0 --out toolkit/data/tasks. A shorter run with the same
+    # docs/guide.md: mcp-rl synth --n 2000 --n-eval 300 --seed 0 --out data/tasks. A shorter run with the same
     # seed is a prefix of the longer one, so a slice regenerates cheaply.
     summary = json.loads((SAMPLE / "summary.json").read_text())
     assert summary["config"] == make_config("default", n_train=2000, n_eval=300, seed=0).to_dict()
     result = generate(make_config("default", n_train=40, n_eval=10, seed=0))
     assert result.summary["env"] == summary["env"], (
-        "the tool library changed since toolkit/data/tasks was generated: regenerate it with "
-        "`mcp-rl synth --n 2000 --n-eval 300 --seed 0 --out toolkit/data/tasks` (see toolkit/data/tasks/README.md)"
+        "the tool library changed since data/tasks was generated: regenerate it with "
+        "`mcp-rl synth --n 2000 --n-eval 300 --seed 0 --out data/tasks` (see data/tasks/README.md)"
     )
     assert [t.to_dict() for t in result.train] == _head(SAMPLE / "train.jsonl", 40)
     assert [t.to_dict() for t in result.eval] == _head(SAMPLE / "eval.jsonl", 10)

@@ -155,7 +155,7 @@ def test_evaluate_compares_the_warm_start_and_grpo_on_held_out_tasks(tmp_path):
     prompt = json.loads((out / "eval" / "sft" / "trajectories.jsonl").read_text().splitlines()[0])
     assert '"title"' not in json.dumps(prompt["metadata"]["tools"])  # compact schemas reach the eval
 
-    # the evaluation-speed benchmark runs on such a run folder (its numbers are in the README)
+    # the evaluation-speed benchmark runs on such a run folder (its numbers are in docs/cpu-proof/README.md)
     proc = subprocess.run(
         [sys.executable, "-m", "bench.bench_eval", "--run", str(out), "--limit", "2"],
         capture_output=True,

@@ -89,7 +89,7 @@ def test_streamed_replies_give_the_same_episode_shape(server):
 
 def test_rubric_judge_grades_through_the_served_model_and_calibrates(server, tmp_path):
     """SmolLM2-135M as the judge: weak, but a real LLM behind a real endpoint. The calibration against
-    the programmatic grader is printed (the README quotes it, labelled as SmolLM2-135M)."""
+    the programmatic grader is printed (docs/guide.md quotes it, labelled as SmolLM2-135M)."""
     from toolkit.eval.suites import KIT_EVAL_TASKS
 
     gold = tmp_path / "gold"

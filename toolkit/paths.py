@@ -10,12 +10,13 @@ import os
 from pathlib import Path
 
 PACKAGE_DIR = Path(__file__).resolve().parent
-# Data the kit reads at run time (the held-out task sample, published reference numbers) ships inside
-# the package, so a wheel / `pip install .` has it as well as a source checkout.
-DATA_DIR = PACKAGE_DIR / "data"
 # The source checkout (notebooks/, tests/, bench/ live there; a wheel install has none of them).
 REPO_ROOT = PACKAGE_DIR.parent
 IN_CHECKOUT = (REPO_ROOT / "pyproject.toml").is_file()
+# Data the kit reads at run time (the task sample, the published reference numbers): the top-level
+# data/ of a checkout (editable installs too), or its copy inside the package in a wheel (setup.py
+# copies data/ to toolkit/data at build time; there is one copy in the repository).
+DATA_DIR = REPO_ROOT / "data" if IN_CHECKOUT else PACKAGE_DIR / "data"
 NOTEBOOKS_DIR = REPO_ROOT / "notebooks"
 # Outputs go into the checkout when running from one, else into the current directory.
 WORK_DIR = REPO_ROOT if IN_CHECKOUT else Path.cwd()

@@ -3,7 +3,7 @@
 mcp-rl atlas run --tasks public_split.csv --policy gold --standin-judge --out runs/atlas
 mcp-rl atlas run --tasks sample.parquet --policy vllm:Qwen/Qwen2.5-7B-Instruct \\
     --judge-base-url http://127.0.0.1:8001/v1 --judge-model Qwen/Qwen2.5-7B-Instruct --out runs/atlas
-mcp-rl atlas export --tasks toolkit/data/tasks/eval.jsonl --out atlas_eval.csv
+mcp-rl atlas export --tasks data/tasks/eval.jsonl --out atlas_eval.csv
 """
 
 from __future__ import annotations

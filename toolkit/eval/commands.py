@@ -27,7 +27,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--tasks",
         default=None,
-        help="kit-eval only: another tasks JSONL instead of the shipped toolkit/data/tasks/eval.jsonl",
+        help="kit-eval only: another tasks JSONL instead of the shipped data/tasks/eval.jsonl",
     )
     p.add_argument("--label", default=None, help="name of the run in plots and the viewer")
     p.add_argument(

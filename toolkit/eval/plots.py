@@ -319,7 +319,7 @@ def plot_learning_curve(
 
 
 def load_reference(path: str | Path = REFERENCE_FILE) -> list[dict[str, Any]]:
-    """The published numbers with their sources (toolkit/data/reference_results.json)."""
+    """The published numbers with their sources (data/reference_results.json)."""
     return json.loads(Path(path).read_text(encoding="utf-8"))["entries"]
 
 
@@ -386,7 +386,7 @@ def plot_reference(
             wrap=True,
             va="top",
         )
-    ax.set_title("Published results (sources in toolkit/data/reference_results.json)", fontsize=10)
+    ax.set_title("Published results (sources in data/reference_results.json)", fontsize=10)
     return save(fig, out_dir, name)
 
 

@@ -2,7 +2,7 @@
 
 Suites (``SUITES``):
 
-- ``kit-eval``: the held-out synthesized tasks (toolkit/data/tasks/eval.jsonl: held-out templates and server
+- ``kit-eval``: the held-out synthesized tasks (data/tasks/eval.jsonl: held-out templates and server
   combinations), scored with the programmatic rubric reward (Scale: fraction of essential items passed)
   and MCP-Atlas claim scoring (fulfilled 1 / partial 0.5).
 - ``bfcl-base``, ``bfcl-miss-func``, ``bfcl-miss-param``, ``bfcl-long-context``: the BFCL v4 multi-turn

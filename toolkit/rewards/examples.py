@@ -1,5 +1,5 @@
 """Three small hand-written tasks with rubrics and gold state diffs, used by the rewards tests, the
-benchmark and notebook 03 when no synthesized tasks are available (``toolkit/data/tasks/``)."""
+benchmark and notebook 03 when no synthesized tasks are available (``data/tasks/``)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """What notebook 03 shows, as functions: the rewards side by side on named scenarios, judge-vs-program
 calibration, and the share of zero-variance GRPO groups each reward leaves.
 
-Tasks come from ``toolkit/data/tasks/`` (the shipped sample) when present, else from the kit's
+Tasks come from ``data/tasks/`` (the shipped sample) when present, else from the kit's
 example tasks. Gold trajectories of synthesized tasks are executed in real episodes; groups of
 "policy samples" are the AGENT area's rollouts when a trajectories file is given, else perturbations of
 the gold trajectory (``toolkit.rewards.perturb``), re-executed for real when the tasks are synthesized.
@@ -26,7 +26,7 @@ PROGRAMMATIC = ("rubric", "atlas", "prove", "graduated", "toolrl")
 def load_tasks(
     data_dir: str | Path | None = None, limit: int | None = None, seed: int = 0
 ) -> tuple[list[Task], str]:
-    """``(tasks, source)``: synthesized tasks from ``data_dir`` (default: the shipped sample, ``toolkit/data/tasks``), preferring
+    """``(tasks, source)``: synthesized tasks from ``data_dir`` (default: the shipped sample, ``data/tasks``), preferring
     multi-step ones first, or the example tasks when none are there."""
     from toolkit.paths import DATA_DIR
 

@@ -1,6 +1,6 @@
 """`mcp-rl synth`: generate validated tasks, or print the tool dependency graph.
 
-mcp-rl synth --n 2000 --n-eval 300 --seed 0 --out toolkit/data/tasks      tasks + summary
+mcp-rl synth --n 2000 --n-eval 300 --seed 0 --out data/tasks      tasks + summary
 mcp-rl synth --preset cpu --n 200 --seed 1 --out runs/tasks-cpu   short tasks for the CPU demo
 mcp-rl synth --preset long --n 100 --out runs/tasks-long         Scale-like tasks: 8-11 calls, paging, date windows
 mcp-rl synth --servers all --n 500 --out runs/tasks-all           every registered server, not only the core 11

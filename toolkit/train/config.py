@@ -4,7 +4,7 @@ A recipe has these sections (each documented, with its source, in the recipe fil
 
 - ``model``, ``dtype``, ``backend`` (auto | gpu | cpu), ``seed``
 - ``tasks`` / ``eval_tasks``: task JSONL files (``mcp-rl synth`` output; ``kit:tasks/train.jsonl`` names the
-  sample shipped inside the package, ``toolkit/data``); ``task_kinds``/``max_tasks`` filter
+  sample shipped inside the package, ``data``); ``task_kinds``/``max_tasks`` filter
   them; ``grpo_task_kinds`` narrows the tasks GRPO samples from (the warm start keeps every kind)
 - ``synth``: optional ``mcp-rl synth`` settings (preset, n, n_eval, seed) used when the task files
   do not exist: the tasks are then generated into the run folder
