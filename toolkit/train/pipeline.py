@@ -431,6 +431,7 @@ def run_stages(
             reward=recipe.reward,
             reward_config=recipe.reward_config,
             policy_factory=backend.rollout_policy,
+            sampler_correction=getattr(backend, "samples_off_policy", False),
             callbacks=[MetricsJsonlCallback(metrics_path, "grpo", step_offset=sft_steps)],
             ref_sync=ref_sync_settings(recipe),
         )
