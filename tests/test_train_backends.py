@@ -207,7 +207,7 @@ def test_pipeline_picks_backends_by_name():
     from toolkit.train.backends import TransformersBackend
     from toolkit.train.pipeline import BACKENDS, make_backend
 
-    assert set(BACKENDS) == {"cpu", "gpu", "vllm"}
+    assert set(BACKENDS) == {"cpu", "gpu", "vllm", "vllm-server"}
     recipe = recipe_from_dict(RECIPE, "tiny")
     assert isinstance(make_backend("cpu", recipe), TransformersBackend)
     gpu = make_backend("gpu", recipe)  # constructing it imports neither unsloth nor vllm

@@ -9,6 +9,7 @@ logprobs can be compared tightly with the trainer's. Skipped where vllm is not i
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -130,10 +131,15 @@ def test_two_grpo_steps_with_vllm_generation_and_a_hot_swapped_lora(engine, chec
         report_to="none",
         save_strategy="no",
         seed=0,
+        vllm_importance_sampling_mode="token_truncate",  # the vllm backend's setting (importance.py)
     )
+    from toolkit.train.callbacks import MetricsJsonlCallback
+
+    metrics = tmp_path / "metrics.jsonl"
     trainer = build_grpo_trainer(
-        model, tokenizer, tasks(), args, loop, policy_factory=sync, open_episode=fake_opener()
-    )
+        model, tokenizer, tasks(), args, loop, policy_factory=sync, open_episode=fake_opener(),
+        callbacks=[MetricsJsonlCallback(metrics, "grpo")],
+    )  # fmt: skip
     trainer.reward_funcs = [spread_reward]
     trainer.reward_func_names = ["spread"]
     batches = []
@@ -147,6 +153,18 @@ def test_two_grpo_steps_with_vllm_generation_and_a_hot_swapped_lora(engine, chec
     trainer.rollout_func = recording
     trainer.train()
     assert trainer.state.global_step == 2
+
+    # TRL's truncated importance-sampling correction ran on the vLLM samples, each step logged the
+    # vLLM/trainer mismatch: small (both float32), never zero (two different engines).
+    steps = [json.loads(line) for line in metrics.read_text().splitlines() if '"loss"' in line]
+    assert len(steps) == 2
+    for line in steps:
+        diff, kl = line["sampling/sampling_logp_difference/mean"], line["sampling/sampler_trainer_kl"]
+        share = line["sampling/importance_sampling_ratio/truncated_share"]
+        print(
+            f"step {line['step']}: vLLM-CPU vs trainer mean |dlogp| {diff:.5f}, KL {kl:.2e}, truncated {share}"
+        )
+        assert 0 < diff < LOGPROB_MEAN_TOLERANCE and 0 <= kl < 1e-2 and 0 <= share <= 0.01
 
     # A new LoRA id for each optimizer step the rollouts saw: step 0 (fresh adapter) and step 1.
     assert [h["step"] for h in sync.history] == [0, 1]

@@ -49,6 +49,8 @@ FINISH_SPEC = ToolSpec(
 NEW_TOOLS_MESSAGE = (
     "I have updated some more functions you can choose from. What about now?"  # BFCL's wording
 )
+# Trajectory.metadata key: model tokens whose policy returned no sampling logprob (None / NaN / too few)
+MISSING_LOGPROBS = "missing_logprobs"
 ERROR_KINDS = ("unknown_tool", "bad_json", "schema", "tool_error", "timeout")
 
 
@@ -433,7 +435,11 @@ class _Episode:
             return generation.text, generation.finish_reason == "length"
         ids = list(generation.token_ids)
         logprobs = list(generation.logprobs) if generation.logprobs is not None else None
-        if logprobs is not None and len(logprobs) != len(ids):
+        if logprobs is None or len(logprobs) != len(ids) or any(lp is None or lp != lp for lp in logprobs):
+            # no sampling logprob for these model tokens: counted, so training masks the episode out
+            # (toolkit.train.rollout.trl_sample) instead of reading the 0.0 placeholders as logprobs
+            meta = self.traj.metadata
+            meta[MISSING_LOGPROBS] = meta.get(MISSING_LOGPROBS, 0) + len(ids)
             logprobs = None
         ended = bool(ids) and ids[-1] == self.fmt.eos_token_id and generation.finish_reason != "length"
         self._append_ids(ids, 1, logprobs)

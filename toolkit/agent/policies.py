@@ -383,6 +383,69 @@ class UnslothPolicy(VLLMPolicy):
 
 
 # --------------------------------------------------------------------------------------------------
+# a vLLM server, token level (GRPO rollouts on a served engine)
+# --------------------------------------------------------------------------------------------------
+
+
+class VLLMServerPolicy:
+    """A vLLM server's OpenAI-compatible ``/v1/completions`` on the episode's exact token ids: the prompt
+    goes as ``prompt=[ids]``, the reply's ``token_ids`` (``return_token_ids``) and the sampled tokens'
+    logprobs (``logprobs=0``; the server runs with ``--logprobs-mode processed_logprobs``, see
+    ``vllm_engine_kwargs``) come back, so trajectories from a server can be trained on, unlike
+    ``OpenAIPolicy``'s chat messages. ``model`` is the served name: the base model or a LoRA adapter
+    loaded at runtime (``toolkit.train.vllm_server_backend``). A failed request ends only its episode.
+
+    Args:
+        base_url: the server's OpenAI root, e.g. ``http://127.0.0.1:8000/v1``.
+        model: the served model or adapter name requests use.
+        tokenizer: the kit tokenizer the loop renders with (the server's base model's).
+    """
+
+    def __init__(
+        self, base_url: str, model: str, tokenizer: Any, *, timeout: float = 600.0, name: str | None = None
+    ):
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        self.tokenizer = tokenizer
+        self.timeout = timeout
+        self.name = name or f"vllm-server:{model}"
+
+    async def generate(self, requests: list[GenerationRequest]) -> list[Generation]:
+        import httpx
+
+        async with httpx.AsyncClient(timeout=self.timeout) as client:
+            return list(await asyncio.gather(*(self._one(client, r) for r in requests)))
+
+    def request_body(self, req: GenerationRequest) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "prompt": list(req.prompt_ids or []),
+            "max_tokens": req.max_new_tokens,
+            "temperature": req.temperature,
+            "top_p": req.top_p,
+            "stop_token_ids": list(req.stop_token_ids),
+            "logprobs": 0,  # the sampled token's logprob only
+            "return_token_ids": True,
+            "skip_special_tokens": False,
+        }
+
+    async def _one(self, client: Any, req: GenerationRequest) -> Generation:
+        import httpx
+
+        try:
+            response = await client.post(self.base_url + "/completions", json=self.request_body(req))
+            response.raise_for_status()
+            choice = response.json()["choices"][0]
+        except (httpx.HTTPError, KeyError, IndexError, ValueError) as exc:
+            return Generation(error=f"{type(exc).__name__}: {exc}", finish_reason="stop")
+        ids = [int(t) for t in choice.get("token_ids") or []]
+        logprobs = (choice.get("logprobs") or {}).get("token_logprobs")
+        finish = "length" if choice.get("finish_reason") == "length" else "stop"
+        # a missing or None logprob is left as such: the loop counts it (MISSING_LOGPROBS)
+        return Generation(text=choice.get("text", ""), token_ids=ids, logprobs=logprobs, finish_reason=finish)
+
+
+# --------------------------------------------------------------------------------------------------
 # OpenAI-compatible chat servers
 # --------------------------------------------------------------------------------------------------
 

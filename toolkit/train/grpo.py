@@ -77,8 +77,13 @@ def build_grpo_trainer(
     callbacks: list[Any] | None = None,
     ref_sync: tuple[bool, int, float] = (False, 0, 1.0),
     open_episode: Any = None,
+    sampler_correction: bool | None = None,
 ) -> Any:
-    """A ``KitGRPOTrainer`` ready to ``train()``; ``model`` may be a plain or a PEFT model."""
+    """A ``KitGRPOTrainer`` ready to ``train()``; ``model`` may be a plain or a PEFT model.
+
+    ``sampler_correction``: the policy samples with another engine than the trainer's (vLLM), so TRL's
+    truncated importance-sampling correction is applied (``toolkit.train.importance``). Default: the
+    policy factory's ``samples_off_policy`` attribute (``VLLMLoraSync``, ``ServerLoraSync``)."""
     from toolkit.train.callbacks import PeftRefSyncCallback
     from toolkit.train.rollout import kit_grpo_trainer_class, make_rollout_func, transformers_policy
     from toolkit.train.trl_compat import install_logprob_fallback
@@ -102,6 +107,12 @@ def build_grpo_trainer(
         rollout_func=rollout_func,
         callbacks=callbacks,
     )
+    if sampler_correction is None:
+        sampler_correction = bool(getattr(policy_factory, "samples_off_policy", False))
+    if sampler_correction:
+        from toolkit.train.importance import enable_sampler_correction
+
+        enable_sampler_correction(trainer)
     enabled, every, alpha = ref_sync
     if enabled and grpo_config.beta > 0:
         trainer.add_callback(PeftRefSyncCallback(every, alpha, trainer.accelerator))

@@ -265,14 +265,15 @@ BACKENDS = {
     "cpu": ("toolkit.train.backends", "TransformersBackend"),
     "gpu": ("toolkit.train.unsloth_backend", "UnslothBackend"),
     "vllm": ("toolkit.train.vllm_backend", "VLLMBackend"),
+    "vllm-server": ("toolkit.train.vllm_server_backend", "VLLMServerBackend"),
 }
 
 
-def make_backend(name: str, recipe: Recipe) -> Any:
+def make_backend(name: str, recipe: Recipe, **options: Any) -> Any:
     import importlib
 
     module, cls = BACKENDS[name]
-    return getattr(importlib.import_module(module), cls)(recipe)
+    return getattr(importlib.import_module(module), cls)(recipe, **options)
 
 
 def vllm_installed() -> bool:
@@ -290,10 +291,13 @@ def run_recipe(
     backend: str | Any | None = None,
     merge: bool = False,
     report_to: str | list[str] = "none",
+    vllm_url: str | None = None,
 ) -> dict[str, Any]:
     """Run a recipe end to end; returns the run summary (also written to ``out/summary.json``).
 
-    ``backend``: ``auto`` | ``cpu`` | ``gpu`` | ``vllm`` (default: the recipe's; a recipe's ``vllm`` falls
+    ``vllm_url``: the OpenAI root of the vLLM server the ``vllm-server`` backend generates on.
+
+    ``backend``: ``auto`` | ``cpu`` | ``gpu`` | ``vllm`` | ``vllm-server`` (default: the recipe's; a recipe's ``vllm`` falls
     back to ``cpu`` where vLLM is not installed), or a backend object."""
     from toolkit.train.config import check_recipe_types
     from toolkit.train.device import describe, detect_backend
@@ -317,7 +321,8 @@ def run_recipe(
 
         dtype = resolve_dtype_name(recipe.dtype) or "fp32"
         _log(f"recipe {recipe.name}: model {recipe.model}, dtype {dtype}, backend {chosen} ({describe()})")
-        backend = make_backend(chosen, recipe)
+        options = {"url": vllm_url} if chosen == "vllm-server" else {}
+        backend = make_backend(chosen, recipe, **options)
     if is_main_process():
         out.mkdir(parents=True, exist_ok=True)
         (out / "recipe.json").write_text(json.dumps(recipe.to_dict(), indent=1, sort_keys=True) + "\n")
@@ -431,6 +436,7 @@ def run_stages(
             reward=recipe.reward,
             reward_config=recipe.reward_config,
             policy_factory=backend.rollout_policy,
+            sampler_correction=getattr(backend, "samples_off_policy", False),
             callbacks=[MetricsJsonlCallback(metrics_path, "grpo", step_offset=sft_steps)],
             ref_sync=ref_sync_settings(recipe),
         )

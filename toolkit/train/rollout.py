@@ -42,18 +42,29 @@ def trl_sample(traj: Trajectory, eos_token_id: int) -> tuple[list[int], list[int
       ``mask_truncated_completions`` (overlong filtering) masks it.
     - An episode whose environment failed (stop reason ``error``) gets an all-zero mask: the model is
       not blamed or credited for an infrastructure failure.
+    - An episode with a model token that has no sampling logprob (``has_sampling_logprobs``) gets an
+      all-zero mask too: its 0.0 placeholders would read as probability-1 samples to the importance
+      correction. ``rollout_func`` counts these (``episodes/logprobs_missing``).
     """
     ids = list(traj.completion_ids)
     mask = list(traj.completion_mask)
+    complete = has_sampling_logprobs(traj)
     logprobs = list(traj.logprobs) if len(traj.logprobs) == len(ids) else [0.0] * len(ids)
     if traj.stop_reason != "length":
         last_model = max((i for i, m in enumerate(mask) if m), default=-1)
         ids, mask, logprobs = ids[: last_model + 1], mask[: last_model + 1], logprobs[: last_model + 1]
     if not ids:  # no model token at all: one masked EOS keeps TRL's shapes valid
         ids, mask, logprobs = [eos_token_id], [0], [0.0]
-    if traj.stop_reason == "error":
+    if traj.stop_reason == "error" or not complete:
         mask = [0] * len(ids)
     return list(traj.prompt_ids), ids, logprobs, mask
+
+
+def has_sampling_logprobs(traj: Trajectory) -> bool:
+    """Whether every model token of a token-level trajectory carries the logprob it was sampled with."""
+    from toolkit.agent.loop import MISSING_LOGPROBS
+
+    return len(traj.logprobs) == len(traj.completion_ids) and not traj.metadata.get(MISSING_LOGPROBS)
 
 
 def episode_metrics(trajs: Sequence[Trajectory]) -> dict[str, float]:
@@ -71,6 +82,18 @@ def episode_metrics(trajs: Sequence[Trajectory]) -> dict[str, float]:
     for reason in ("finish", "no_tool_call", "max_turns", "length", "error"):
         metrics[f"episodes/stop_{reason}"] = stops.get(reason, 0) / n
     return metrics
+
+
+def logprobs_missing_share(trajs: Sequence[Trajectory]) -> float:
+    """Share of episodes masked out of the loss because a model token had no sampling logprob; all of
+    them is a policy that returns none, an error rather than a step that trains on nothing."""
+    missing = [t for t in trajs if not has_sampling_logprobs(t)]
+    if trajs and len(missing) == len(trajs):
+        raise RuntimeError(
+            f"the rollout policy {trajs[0].metadata.get('policy')!r} returned no sampling logprobs for "
+            f"any of the {len(trajs)} episodes: GRPO needs the logprob of every sampled token"
+        )
+    return len(missing) / max(1, len(trajs))
 
 
 def _log_metrics(trainer: Any, metrics: dict[str, float]) -> None:
@@ -158,6 +181,7 @@ def make_rollout_func(
             out["env_mask"].append(m)
         out["trajectory"] = [t.to_dict() for t in trajs]
         metrics = episode_metrics(trajs)
+        metrics["episodes/logprobs_missing"] = logprobs_missing_share(trajs)
         metrics["episodes/rollout_seconds"] = time.perf_counter() - started
         answer_correct = answer_correct_share(tasks, trajs)
         if answer_correct is not None:
@@ -184,8 +208,9 @@ def kit_grpo_trainer_class() -> type:
     from trl import GRPOTrainer
 
     from toolkit.train.diagnostics import log_step_diagnostics
+    from toolkit.train.importance import SamplerMismatchMetrics
 
-    class KitGRPOTrainer(GRPOTrainer):
+    class KitGRPOTrainer(SamplerMismatchMetrics, GRPOTrainer):
         _kit_rows: list[dict[str, Any]] | None = None
 
         def _generate_and_score_completions(self, inputs):

@@ -55,6 +55,8 @@ class VLLMLoraSync:
         adapter_root: where synced adapters are written (``<root>/step-<n>``).
     """
 
+    samples_off_policy = True  # vLLM's logprobs differ from the trainer's: toolkit.train.importance
+
     def __init__(self, llm: Any, tokenizer: Any, adapter_root: str | Path, *, name: str = "vllm-lora"):
         self.llm = llm
         self.tokenizer = tokenizer
@@ -113,6 +115,7 @@ class VLLMBackend(TransformersBackend):
     The engine starts on first use and stays up for the run."""
 
     name = "vllm"
+    samples_off_policy = True  # the pipeline turns on TRL's truncated IS correction (importance.py)
 
     def __init__(self, recipe: Recipe, *, engine: tuple[Any, Any] | None = None):
         super().__init__(recipe)
@@ -129,8 +132,10 @@ class VLLMBackend(TransformersBackend):
         return self._engine
 
     def grpo_config(self, out: Path, report_to: Any) -> Any:
+        from toolkit.train.importance import default_is_mode
+
         self._sync = VLLMLoraSync(*self.engine, Path(out) / "vllm-lora")
-        return super().grpo_config(out, report_to)
+        return default_is_mode(super().grpo_config(out, report_to), self.recipe.grpo)
 
     def rollout_policy(self, trainer: Any) -> Any:
         if self._sync is None:
