@@ -208,11 +208,11 @@ def test_checkpoint_adapter_loads_strictly(tmp_path):
     from peft import LoraConfig, get_peft_model
 
     from toolkit.models import load_policy
-    from toolkit.train.grpo import load_checkpoint_adapter
+    from toolkit.train.adapters import load_checkpoint_adapter
 
-    def policy(targets):
+    def policy(targets, r=4):
         model, _ = load_policy("tiny-random")
-        return get_peft_model(model, LoraConfig(r=4, target_modules=targets, task_type="CAUSAL_LM"))
+        return get_peft_model(model, LoraConfig(r=r, target_modules=targets, task_type="CAUSAL_LM"))
 
     narrow = policy(["q_proj"])
     narrow.save_pretrained(str(tmp_path / "narrow"))
@@ -221,6 +221,8 @@ def test_checkpoint_adapter_loads_strictly(tmp_path):
         ValueError, match=r"narrow: its 'default' adapter does not fit.*missing from the file"
     ):
         load_checkpoint_adapter(policy(["q_proj", "v_proj"]), tmp_path / "narrow")
+    with pytest.raises(ValueError, match=r"(?s)narrow: its 'default' adapter does not fit.*size mismatch"):
+        load_checkpoint_adapter(policy(["q_proj"], r=8), tmp_path / "narrow")
     assert load_checkpoint_adapter(policy(["q_proj"]), tmp_path) == 0  # no adapter weights there
 
 
