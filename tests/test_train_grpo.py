@@ -123,9 +123,10 @@ def test_recipe_runs_sft_then_grpo_masks_tools_and_resumes(tmp_path, answer_leng
     log = out / "grpo" / "rollouts.jsonl"
     with log.open("a") as f:  # the killed run had sampled step 2 and was cut while writing
         f.write(json.dumps({"step": 2, "messages": ["never saved"]}) + "\n" + '{"step": 2, "mess')
-    more = dict(LEARNING, grpo=dict(SMALL["grpo"], max_steps=3))
-    summary = run_recipe(recipe_from_dict(more, "small"), out, resume=True)
+    more = dict(LEARNING, grpo=dict(SMALL["grpo"], max_steps=3))  # trained on: a change asked for
+    summary = run_recipe(recipe_from_dict(more, "small"), out, resume=True, allow_recipe_change=True)
     assert summary["grpo_steps"] == 3
+    assert summary["recipe_changes"][0]["changes"] == {"grpo.max_steps": {"old": 2, "new": 3}}
     steps = [json.loads(line)["step"] for line in log.read_text().splitlines()]
     assert sorted(steps) == [0, 0, 1, 1, 2, 2]  # one set of episodes per step
 
