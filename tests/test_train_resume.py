@@ -200,4 +200,6 @@ def test_recipe_changes_compare_settings_as_json():
     changes = recipe_changes(recipe, no_warm_start)
     assert changes == {"sft": {"old": {"max_steps": 1}, "new": None}}
     assert describe_changes(changes) == 'sft: {"max_steps": 1} -> null'
+    many = recipe_changes(recipe, with_overrides(recipe, {f"grpo.knob{i:02d}": i for i in range(14)}))
+    assert describe_changes(many).endswith("grpo.knob11: (unset) -> 11; and 2 more key(s)")
     assert issubclass(RecipeChangeError, RecipeError)  # callers that catch recipe errors catch it too

@@ -267,8 +267,9 @@ def recipe_changes(old: Recipe, new: Recipe) -> dict[str, dict[str, Any]]:
     return changes
 
 
-def describe_changes(changes: dict[str, dict[str, Any]], width: int = 60) -> str:
-    """``lora.r: 4 -> 8; grpo.warmup_steps: (unset) -> 5`` (values as JSON, long ones cut)."""
+def describe_changes(changes: dict[str, dict[str, Any]], width: int = 60, most: int = 12) -> str:
+    """``model: "a" -> "b"; lora.r: 4 -> 8; grpo.warmup_steps: (unset) -> 5`` (values as JSON, long ones
+    cut; top-level keys first, then the sections' keys: the first ``most``, then how many more)."""
 
     def show(entry: dict[str, Any], side: str) -> str:
         if side not in entry:
@@ -276,7 +277,10 @@ def describe_changes(changes: dict[str, dict[str, Any]], width: int = 60) -> str
         text = json.dumps(entry[side], sort_keys=True)
         return text if len(text) <= width else text[: width - 3] + "..."
 
-    return "; ".join(f"{k}: {show(v, 'old')} -> {show(v, 'new')}" for k, v in changes.items())
+    keys = sorted(changes, key=lambda k: (k.count("."), k))[:most]
+    shown = [f"{k}: {show(changes[k], 'old')} -> {show(changes[k], 'new')}" for k in keys]
+    more = len(changes) - most
+    return "; ".join(shown) + (f"; and {more} more key(s)" if more > 0 else "")
 
 
 # ``lora`` keys only the Unsloth backend reads (FastLanguageModel.from_pretrained), not peft.LoraConfig

@@ -297,8 +297,18 @@ def resumed_recipe(recipe: Recipe, out: Path, allow_change: bool) -> tuple[Recip
             " --recipe/--set to continue it as it was, use another --out for the new recipe, or pass"
             " --allow-recipe-change (allow_recipe_change=True) to continue with the change recorded"
         )
-    _log(f"resuming with a changed recipe (allowed; recorded in summary.json): {describe_changes(changes)}")
+    _log(
+        f"resuming with a changed recipe (allowed; recorded in summary.json): {describe_changes(changes)};"
+        f" kept from the earlier recipe: {', '.join(run_outputs(out)) or 'nothing'}"
+    )
     return recipe, changes
+
+
+def run_outputs(out: Path) -> list[str]:
+    """The outputs a resumed run reuses, as found: tasks, warm start, evaluations, last checkpoint, adapter."""
+    made = [p for p in ("tasks/train.jsonl", "sft/adapter", "eval/base", "eval/sft") if (out / p).exists()]
+    made += [f"grpo/checkpoint-{step}" for step, _ in checkpoint_steps(out / "grpo")[-1:]]
+    return made + [p for p in ("adapter", "eval/grpo") if (out / p).exists()]
 
 
 def record_recipe_change(out: Path, changes: dict[str, Any]) -> None:
@@ -306,16 +316,13 @@ def record_recipe_change(out: Path, changes: dict[str, Any]) -> None:
     when, the changed keys (old and new values), and the outputs the earlier recipe had made."""
     from datetime import UTC, datetime
 
-    made = [p for p in ("tasks/train.jsonl", "sft/adapter", "eval/base", "eval/sft") if (out / p).exists()]
-    made += [f"grpo/checkpoint-{step}" for step, _ in checkpoint_steps(out / "grpo")[-1:]]
-    made += [p for p in ("adapter", "eval/grpo") if (out / p).exists()]
     path = out / "summary.json"
     summary = json.loads(path.read_text()) if path.exists() else {}
     summary.setdefault("recipe_changes", []).append(
         {
             "time": datetime.now(UTC).isoformat(timespec="seconds"),
             "changes": changes,
-            "outputs_before": made,
+            "outputs_before": run_outputs(out),
         }
     )
     path.write_text(json.dumps(summary, indent=1, sort_keys=True) + "\n")
