@@ -396,7 +396,10 @@ def run_recipe(
         out.mkdir(parents=True, exist_ok=True)
         if changes:
             record_recipe_change(out, changes)
-        (out / "recipe.json").write_text(json.dumps(recipe.to_dict(), indent=1, sort_keys=True) + "\n")
+        # written whole or not at all: the other processes of a resumed run read it to compare
+        tmp = out / f".recipe.json.{os.getpid()}"
+        tmp.write_text(json.dumps(recipe.to_dict(), indent=1, sort_keys=True) + "\n")
+        os.replace(tmp, out / "recipe.json")
     return run_stages(
         recipe,
         out,
