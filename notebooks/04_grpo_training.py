@@ -170,11 +170,17 @@ print(masked_preview(row, load_tokenizer(recipe.model))[-900:])
 # ## Warm start, then GRPO
 #
 # `run_recipe` runs the stages and writes everything to the run folder: the warm-start adapter, TRL
-# checkpoints (a killed run continues with `resume=True` / `mcp-rl train --resume`), the final adapter,
-# `metrics.jsonl` (one line per step) and, with `evaluate=True`, held-out results of the SFT-only and the
-# GRPO model with a paired bootstrap comparison. The same run from a shell:
+# checkpoints (a killed run continues with `resume=True` / `mcp-rl train --out DIR --resume`), the final
+# adapter, `metrics.jsonl` (one line per step) and, with `evaluate=True`, held-out results of the SFT-only
+# and the GRPO model with a paired bootstrap comparison. The same run from a shell:
 #
 #     mcp-rl train --recipe cpu-demo --out runs/cpu-demo --evaluate
+#
+# `resume=True` continues the run in the folder with the recipe in its `recipe.json` (the setup cell
+# above empties `OUT_DIR`, so only a re-run of this cell resumes). Re-run it with other settings and
+# `run_recipe` stops with a `RecipeChangeError` naming each changed key (old -> new):
+# `allow_recipe_change=True` continues the old outputs with the new settings, recorded in
+# `summary.json`'s `recipe_changes`.
 
 # %%
 summary = run_recipe(recipe, out_dir / "run", evaluate=EVALUATE, resume=True, backend=BACKEND)

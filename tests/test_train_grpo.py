@@ -123,11 +123,108 @@ def test_recipe_runs_sft_then_grpo_masks_tools_and_resumes(tmp_path, answer_leng
     log = out / "grpo" / "rollouts.jsonl"
     with log.open("a") as f:  # the killed run had sampled step 2 and was cut while writing
         f.write(json.dumps({"step": 2, "messages": ["never saved"]}) + "\n" + '{"step": 2, "mess')
-    more = dict(LEARNING, grpo=dict(SMALL["grpo"], max_steps=3))
-    summary = run_recipe(recipe_from_dict(more, "small"), out, resume=True)
+    more = dict(LEARNING, grpo=dict(SMALL["grpo"], max_steps=3))  # trained on: a change asked for
+    summary = run_recipe(recipe_from_dict(more, "small"), out, resume=True, allow_recipe_change=True)
     assert summary["grpo_steps"] == 3
+    assert summary["recipe_changes"][0]["changes"] == {"grpo.max_steps": {"old": 2, "new": 3}}
     steps = [json.loads(line)["step"] for line in log.read_text().splitlines()]
     assert sorted(steps) == [0, 0, 1, 1, 2, 2]  # one set of episodes per step
+
+
+@pytest.fixture
+def adapters_at_train_begin(monkeypatch):
+    """The LoRA tensors of every adapter of the policy when GRPO's training loop begins (after the
+    checkpoint is loaded), by adapter name, for runs started after the fixture is armed (``arm()``)."""
+    from transformers import TrainerCallback
+
+    from toolkit.train import grpo
+
+    seen: dict[str, dict] = {}
+
+    class Snapshot(TrainerCallback):
+        def on_train_begin(self, args, state, control, model=None, **kwargs):
+            from peft import get_peft_model_state_dict
+
+            for name in model.peft_config:
+                tensors = get_peft_model_state_dict(model, adapter_name=name)
+                seen[name] = {k: v.detach().clone() for k, v in tensors.items()}
+
+    def arm():
+        build = grpo.build_grpo_trainer
+
+        def with_snapshot(*args, **kwargs):
+            trainer = build(*args, **kwargs)
+            trainer.add_callback(Snapshot())
+            return trainer
+
+        monkeypatch.setattr(grpo, "build_grpo_trainer", with_snapshot)
+        return seen
+
+    return arm
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("beta", [0.0, 0.01])
+def test_resumed_grpo_starts_from_the_checkpoint_adapter(
+    tmp_path, answer_length_reward, adapters_at_train_begin, beta
+):
+    """With beta > 0 TRL keeps a frozen "ref" adapter, so each checkpoint holds a ``ref/`` subfolder, and
+    transformers then loads only the subfolders: the trained adapter restarted from the warm start."""
+    import shutil
+
+    import torch
+
+    from toolkit.train.config import recipe_from_dict
+    from toolkit.train.pipeline import run_recipe
+
+    # no ref refresh: the reference stays the warm start, so "ref" and "default" differ in the checkpoint
+    grpo = dict(SMALL["grpo"], beta=beta, sync_ref_model=False)
+    recipe = recipe_from_dict(dict(LEARNING, grpo=grpo), "small")
+    out = tmp_path / "run"
+    run_recipe(recipe, out)
+    checkpoint = out / "grpo" / "checkpoint-1"
+    saved, warm = adapter_tensors(checkpoint), adapter_tensors(out / "sft" / "adapter")
+    assert any(not torch.equal(saved[k], warm[k]) for k in saved), "GRPO did not move the adapter"
+    assert (checkpoint / "ref").is_dir() == (beta > 0)
+    # killed after checkpoint 1: the resumed run must continue from checkpoint 1's adapter
+    shutil.rmtree(out / "adapter")
+    shutil.rmtree(out / "grpo" / "checkpoint-2")
+    seen = adapters_at_train_begin()
+    summary = run_recipe(recipe, out, resume=True)
+    assert summary["grpo_steps"] == 2
+    assert set(seen) == ({"default", "ref"} if beta > 0 else {"default"})
+    resumed = seen["default"]
+    assert resumed.keys() == saved.keys()
+    differ = [k for k in saved if not torch.equal(saved[k], resumed[k])]
+    assert not differ, f"{len(differ)} of {len(saved)} LoRA tensors are not the checkpoint's: {differ[:2]}"
+    if beta > 0:  # and the reference is the checkpoint's (the warm start), not the policy
+        ref = adapter_tensors(checkpoint / "ref")
+        assert seen["ref"].keys() == ref.keys()
+        assert all(torch.equal(seen["ref"][k], ref[k]) and torch.equal(ref[k], warm[k]) for k in ref)
+
+
+@pytest.mark.integration
+def test_checkpoint_adapter_loads_strictly(tmp_path):
+    """A checkpoint whose adapter does not cover the policy's LoRA layers is refused, naming the folder."""
+    from peft import LoraConfig, get_peft_model
+
+    from toolkit.models import load_policy
+    from toolkit.train.adapters import load_checkpoint_adapter
+
+    def policy(targets, r=4):
+        model, _ = load_policy("tiny-random")
+        return get_peft_model(model, LoraConfig(r=r, target_modules=targets, task_type="CAUSAL_LM"))
+
+    narrow = policy(["q_proj"])
+    narrow.save_pretrained(str(tmp_path / "narrow"))
+    assert load_checkpoint_adapter(policy(["q_proj"]), tmp_path / "narrow") == 4  # 2 layers x (A, B)
+    with pytest.raises(
+        ValueError, match=r"narrow: its 'default' adapter does not fit.*missing from the file"
+    ):
+        load_checkpoint_adapter(policy(["q_proj", "v_proj"]), tmp_path / "narrow")
+    with pytest.raises(ValueError, match=r"(?s)narrow: its 'default' adapter does not fit.*size mismatch"):
+        load_checkpoint_adapter(policy(["q_proj"], r=8), tmp_path / "narrow")
+    assert load_checkpoint_adapter(policy(["q_proj"]), tmp_path) == 0  # no adapter weights there
 
 
 @pytest.mark.integration

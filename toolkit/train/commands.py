@@ -2,8 +2,10 @@
 
 mcp-rl train --recipe cpu-demo --out runs/cpu-demo --evaluate      the CPU proof (make reproduce-cpu)
 mcp-rl train --recipe bespoke --model Qwen/Qwen2.5-1.5B-Instruct --out runs/b --max-steps 200
-mcp-rl train --recipe cpu-demo --out runs/cpu-demo --resume        continue a killed run
-mcp-rl train --recipe cpu-demo --out runs/cpu-demo --resume --test  evaluate once on the recipe's test sets
+mcp-rl train --out runs/cpu-demo --resume                          continue a killed run (its recipe.json)
+mcp-rl train --out runs/cpu-demo --resume --test                   evaluate once on the recipe's test sets
+mcp-rl train --out runs/cpu-demo --resume --max-steps 40 --allow-recipe-change
+                                                                    train on past the recipe's steps (recorded)
 mcp-rl train --recipe cpu-demo --out RUN --evaluate --curve --set grpo.save_steps=5 --set grpo.save_total_limit=null
                                                                     the dev-set learning curve, every 5 steps
 mcp-rl train --out runs/cpu-demo --publish docs/cpu-proof           keep a finished run's record
@@ -14,6 +16,9 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
+
+DEFAULT_RECIPE = "cpu-demo"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -23,14 +28,27 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--recipe", default="cpu-demo", help="recipe name or YAML path (default cpu-demo)")
+    p.add_argument(
+        "--recipe",
+        default=None,
+        help=f"recipe name or YAML path (default {DEFAULT_RECIPE}; with --resume, the run's own recipe.json)",
+    )
     p.add_argument("--model", default=None, help="override the recipe's model (name, HF id or folder)")
     p.add_argument("--max-steps", type=int, default=None, help="override the number of GRPO steps")
     p.add_argument("--sft-steps", type=int, default=None, help="override the number of SFT steps")
     p.add_argument("--tasks", default=None, help="override the train tasks file")
     p.add_argument("--eval-tasks", default=None, help="override the held-out tasks file")
     p.add_argument("--out", default=None, help="run folder (required unless --list)")
-    p.add_argument("--resume", action="store_true", help="continue the run in --out where it stopped")
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the run in --out where it stopped, with its recipe.json (a differing recipe is refused)",
+    )
+    p.add_argument(
+        "--allow-recipe-change",
+        action="store_true",
+        help="with --resume: continue although the recipe differs from recipe.json (recorded in summary.json)",
+    )
     p.add_argument("--evaluate", action="store_true", help="held-out eval before and after GRPO")
     p.add_argument(
         "--test",
@@ -111,7 +129,14 @@ def handle(args: argparse.Namespace) -> int:
         for path in publish_run(args.out, args.publish):
             print(path)
         return 0
-    recipe = load_recipe(args.recipe)
+    if args.allow_recipe_change and not args.resume:
+        raise ValueError("--allow-recipe-change goes with --resume (a new run has no recipe to differ from)")
+    if args.resume and args.recipe is None:  # the run continues as it was made, not as cpu-demo
+        from toolkit.train.pipeline import read_run_recipe
+
+        recipe = read_run_recipe(Path(args.out))
+    else:
+        recipe = load_recipe(args.recipe or DEFAULT_RECIPE)
     overrides, unset = parse_overrides(args)
     if recipe.sft is None or "sft" in unset:
         overrides.pop("sft.max_steps", None)
@@ -131,6 +156,7 @@ def handle(args: argparse.Namespace) -> int:
         merge=args.merge,
         report_to=args.report_to,
         vllm_url=args.vllm_url,
+        allow_recipe_change=args.allow_recipe_change,
     )
     print(
         json.dumps(

@@ -25,6 +25,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import functools
+import json
 import re
 import types
 import typing
@@ -71,6 +72,10 @@ def rollout_fields() -> set[str]:
 
 class RecipeError(ValueError):
     """A recipe that cannot be used; the message names the recipe and the key."""
+
+
+class RecipeChangeError(RecipeError):
+    """``--resume`` with a recipe that differs from the run's ``recipe.json``; the message names the keys."""
 
 
 @dataclass
@@ -147,6 +152,8 @@ def load_recipe(name_or_path: str | Path) -> Recipe:
         if not path.exists():
             raise RecipeError(f"unknown recipe {name_or_path!r}; shipped: {', '.join(list_recipes())}")
     data = load_yaml(path.read_text(encoding="utf-8")) or {}
+    if not isinstance(data, dict):
+        raise RecipeError(f"{path}: a recipe is a mapping of keys, got {type(data).__name__}")
     # a run's recipe.json (JSON is YAML) carries the name of the recipe it was made from
     name = data.pop("name", None) if isinstance(data, dict) else None
     return recipe_from_dict(data, name=name or path.stem)
@@ -227,6 +234,53 @@ def with_overrides(recipe: Recipe, overrides: dict[str, Any], *, unset: Iterable
             target = target[part]
         target[leaf] = value
     return recipe_from_dict(data, name=name)
+
+
+RECIPE_LABELS = ("name", "description")  # what a recipe is called and says about itself, not what runs
+
+
+def recipe_changes(old: Recipe, new: Recipe) -> dict[str, dict[str, Any]]:
+    """The settings in which ``new`` differs from ``old``, by dotted path: ``{"lora.r": {"old": 4, "new":
+    8}}``, without ``"old"`` (or ``"new"``) where that recipe lacks the key. Compared as the recipes are
+    written to ``recipe.json`` (JSON values); the name and the description are labels, not compared."""
+
+    def plain(recipe: Recipe) -> dict[str, Any]:
+        data = json.loads(json.dumps(recipe.to_dict()))
+        return {k: v for k, v in data.items() if k not in RECIPE_LABELS}
+
+    changes: dict[str, dict[str, Any]] = {}
+
+    def walk(a: Any, b: Any, path: str) -> None:
+        if isinstance(a, dict) and isinstance(b, dict):
+            for key in sorted(set(a) | set(b)):
+                sub = f"{path}.{key}" if path else key
+                if key not in a:
+                    changes[sub] = {"new": b[key]}
+                elif key not in b:
+                    changes[sub] = {"old": a[key]}
+                else:
+                    walk(a[key], b[key], sub)
+        elif a != b or isinstance(a, bool) != isinstance(b, bool):  # True == 1 in Python, not here
+            changes[path] = {"old": a, "new": b}
+
+    walk(plain(old), plain(new), "")
+    return changes
+
+
+def describe_changes(changes: dict[str, dict[str, Any]], width: int = 60, most: int = 12) -> str:
+    """``model: "a" -> "b"; lora.r: 4 -> 8; grpo.warmup_steps: (unset) -> 5`` (values as JSON, long ones
+    cut; top-level keys first, then the sections' keys: the first ``most``, then how many more)."""
+
+    def show(entry: dict[str, Any], side: str) -> str:
+        if side not in entry:
+            return "(unset)"
+        text = json.dumps(entry[side], sort_keys=True)
+        return text if len(text) <= width else text[: width - 3] + "..."
+
+    keys = sorted(changes, key=lambda k: (k.count("."), k))[:most]
+    shown = [f"{k}: {show(changes[k], 'old')} -> {show(changes[k], 'new')}" for k in keys]
+    more = len(changes) - most
+    return "; ".join(shown) + (f"; and {more} more key(s)" if more > 0 else "")
 
 
 # ``lora`` keys only the Unsloth backend reads (FastLanguageModel.from_pretrained), not peft.LoraConfig

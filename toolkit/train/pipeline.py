@@ -5,7 +5,9 @@ one GPU) supplies model loading, generation and weight sync. ``mcp-rl train --ba
 
 Run folder layout (``out``):
 
-- ``recipe.json``: the recipe as run (after overrides)
+- ``recipe.json``: the recipe as run (after overrides). ``resume`` continues with it: a recipe that
+  differs is refused (naming the keys) unless ``allow_recipe_change``, and an allowed change is recorded
+  in ``summary.json``'s ``recipe_changes`` (when, what, and which outputs the old recipe had made)
 - ``tasks/``: tasks synthesised for the run when the recipe's task files do not exist
 - ``sft/adapter/``: the warm-start LoRA adapter
 - ``grpo/checkpoint-N/``: TRL checkpoints (adapter, optimiser, scheduler, RNG): ``--resume`` continues
@@ -260,6 +262,72 @@ def last_checkpoint(folder: Path) -> str | None:
     return get_last_checkpoint(str(folder)) if folder.is_dir() else None
 
 
+def read_run_recipe(out: Path) -> Recipe:
+    """The recipe a run was made with (``out/recipe.json``); a missing or broken file names itself."""
+    from toolkit.train.config import RecipeError, load_recipe
+
+    path = Path(out) / "recipe.json"
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"{path}: no such file, so {out} holds no run to resume; name a recipe with --recipe to start one"
+        )
+    try:
+        return load_recipe(path)
+    except Exception as exc:  # cut, emptied or edited by hand
+        raise RecipeError(f"{path}: not a readable recipe: {type(exc).__name__}: {exc}") from exc
+
+
+def resumed_recipe(recipe: Recipe, out: Path, allow_change: bool) -> tuple[Recipe, dict[str, Any]]:
+    """The recipe a resumed run continues with, and what changed (``config.recipe_changes``).
+
+    The outputs a run keeps (tasks, adapters, evaluations) were made with its ``recipe.json``, and a
+    resumed run reuses them; continuing with another recipe would mix the two and write a record that
+    claims the new one. So a differing recipe is refused unless ``allow_change``; the same settings
+    continue the run's own recipe (its name and description)."""
+    from toolkit.train.config import RecipeChangeError, describe_changes, recipe_changes
+
+    stored = read_run_recipe(out)
+    changes = recipe_changes(stored, recipe)
+    if not changes:
+        return stored, {}
+    if not allow_change:
+        raise RecipeChangeError(
+            f"{out / 'recipe.json'}: the run was made with another recipe: {describe_changes(changes)}."
+            " Its tasks, adapters and evaluations were made with recipe.json's settings. Resume without"
+            " --recipe/--set to continue it as it was, use another --out for the new recipe, or pass"
+            " --allow-recipe-change (allow_recipe_change=True) to continue with the change recorded"
+        )
+    _log(
+        f"resuming with a changed recipe (allowed; recorded in summary.json): {describe_changes(changes)};"
+        f" kept from the earlier recipe: {', '.join(run_outputs(out)) or 'nothing'}"
+    )
+    return recipe, changes
+
+
+def run_outputs(out: Path) -> list[str]:
+    """The outputs a resumed run reuses, as found: tasks, warm start, evaluations, last checkpoint, adapter."""
+    made = [p for p in ("tasks/train.jsonl", "sft/adapter", "eval/base", "eval/sft") if (out / p).exists()]
+    made += [f"grpo/checkpoint-{step}" for step, _ in checkpoint_steps(out / "grpo")[-1:]]
+    return made + [p for p in ("adapter", "eval/grpo") if (out / p).exists()]
+
+
+def record_recipe_change(out: Path, changes: dict[str, Any]) -> None:
+    """Append an allowed change to ``summary.json``'s ``recipe_changes`` now (a run killed later keeps it):
+    when, the changed keys (old and new values), and the outputs the earlier recipe had made."""
+    from datetime import UTC, datetime
+
+    path = out / "summary.json"
+    summary = json.loads(path.read_text()) if path.exists() else {}
+    summary.setdefault("recipe_changes", []).append(
+        {
+            "time": datetime.now(UTC).isoformat(timespec="seconds"),
+            "changes": changes,
+            "outputs_before": run_outputs(out),
+        }
+    )
+    path.write_text(json.dumps(summary, indent=1, sort_keys=True) + "\n")
+
+
 # name -> (module, class): a backend supplies model loading, generation and weight sync (backends.py)
 BACKENDS = {
     "cpu": ("toolkit.train.backends", "TransformersBackend"),
@@ -292,13 +360,16 @@ def run_recipe(
     merge: bool = False,
     report_to: str | list[str] = "none",
     vllm_url: str | None = None,
+    allow_recipe_change: bool = False,
 ) -> dict[str, Any]:
     """Run a recipe end to end; returns the run summary (also written to ``out/summary.json``).
 
+    ``backend``: ``auto`` | ``cpu`` | ``gpu`` | ``vllm`` | ``vllm-server`` (default: the recipe's; a
+    recipe's ``vllm`` falls back to ``cpu`` where vLLM is not installed), or a backend object.
     ``vllm_url``: the OpenAI root of the vLLM server the ``vllm-server`` backend generates on.
-
-    ``backend``: ``auto`` | ``cpu`` | ``gpu`` | ``vllm`` | ``vllm-server`` (default: the recipe's; a recipe's ``vllm`` falls
-    back to ``cpu`` where vLLM is not installed), or a backend object."""
+    ``resume`` of a run whose ``recipe.json`` differs from ``recipe`` raises ``RecipeChangeError``
+    naming the keys, unless ``allow_recipe_change`` (then the change is recorded in ``summary.json``'s
+    ``recipe_changes``)."""
     from toolkit.train.config import check_recipe_types
     from toolkit.train.device import describe, detect_backend
 
@@ -309,6 +380,9 @@ def run_recipe(
             raise FileExistsError(
                 f"{out} holds a run already: pass --resume to continue it, or another --out"
             )
+    changes: dict[str, Any] = {}
+    if resume and (out / "recipe.json").exists():
+        recipe, changes = resumed_recipe(recipe, out, allow_recipe_change)
     if backend is None or isinstance(backend, str):
         requested = backend or recipe.backend
         if backend is None and requested == "vllm" and not vllm_installed():
@@ -325,7 +399,12 @@ def run_recipe(
         backend = make_backend(chosen, recipe, **options)
     if is_main_process():
         out.mkdir(parents=True, exist_ok=True)
-        (out / "recipe.json").write_text(json.dumps(recipe.to_dict(), indent=1, sort_keys=True) + "\n")
+        if changes:
+            record_recipe_change(out, changes)
+        # written whole or not at all: the other processes of a resumed run read it to compare
+        tmp = out / f".recipe.json.{os.getpid()}"
+        tmp.write_text(json.dumps(recipe.to_dict(), indent=1, sort_keys=True) + "\n")
+        os.replace(tmp, out / "recipe.json")
     return run_stages(
         recipe,
         out,

@@ -203,8 +203,9 @@ def make_rollout_func(
 
 
 def kit_grpo_trainer_class() -> type:
-    """``GRPOTrainer`` plus two hooks: remember the batch's dataset rows for the rollout function, and
-    log per-kind reward diagnostics (``toolkit.train.diagnostics``) once the rewards are in."""
+    """``GRPOTrainer`` plus three hooks: remember the batch's dataset rows for the rollout function, log
+    per-kind reward diagnostics (``toolkit.train.diagnostics``) once the rewards are in, and resume the
+    trained adapter from a checkpoint (``toolkit.train.adapters``)."""
     from trl import GRPOTrainer
 
     from toolkit.train.diagnostics import log_step_diagnostics
@@ -221,5 +222,11 @@ def kit_grpo_trainer_class() -> type:
             rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
             log_step_diagnostics(self, inputs, rewards_per_func)
             return rewards_per_func
+
+        def _load_from_checkpoint(self, resume_from_checkpoint, model=None):
+            from toolkit.train.adapters import load_checkpoint_adapter
+
+            super()._load_from_checkpoint(resume_from_checkpoint, model)
+            load_checkpoint_adapter(self.model if model is None else model, resume_from_checkpoint)
 
     return KitGRPOTrainer
