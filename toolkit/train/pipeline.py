@@ -295,16 +295,12 @@ def run_recipe(
 
     ``backend``: ``auto`` | ``cpu`` | ``gpu`` | ``vllm`` (default: the recipe's; a recipe's ``vllm`` falls
     back to ``cpu`` where vLLM is not installed), or a backend object."""
+    from toolkit.models import check_model_name
     from toolkit.train.config import check_recipe_types
     from toolkit.train.device import describe, detect_backend
 
-    check_recipe_types(recipe)  # a bad value fails now, not after the warm start
-    out = Path(out_dir)
-    if is_main_process():
-        if not resume and (out / "recipe.json").exists():
-            raise FileExistsError(
-                f"{out} holds a run already: pass --resume to continue it, or another --out"
-            )
+    check_model_name(recipe.model)  # an unknown name fails in one line, before any stage
+    chosen = None
     if backend is None or isinstance(backend, str):
         requested = backend or recipe.backend
         if backend is None and requested == "vllm" and not vllm_installed():
@@ -313,6 +309,18 @@ def run_recipe(
             _log("the recipe asks for the vllm backend, and vLLM is not installed: using cpu")
             requested = "cpu"
         chosen = detect_backend(requested)
+        if chosen == "gpu":  # Unsloth patches TRL's trainers only when imported before TRL
+            from toolkit.train.unsloth_backend import import_unsloth
+
+            import_unsloth()
+    check_recipe_types(recipe)  # a bad value fails now, not after the warm start
+    out = Path(out_dir)
+    if is_main_process():
+        if not resume and (out / "recipe.json").exists():
+            raise FileExistsError(
+                f"{out} holds a run already: pass --resume to continue it, or another --out"
+            )
+    if chosen is not None:
         from toolkit.models import resolve_dtype_name
 
         dtype = resolve_dtype_name(recipe.dtype) or "fp32"
