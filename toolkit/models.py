@@ -224,7 +224,7 @@ def check_model_name(name: str) -> None:
     Hugging Face cache (``gpt2``). Cheap: nothing is downloaded or converted."""
     import re
 
-    if name in KIT_MODELS or Path(name).expanduser().is_dir():
+    if name in KIT_MODELS or (name and Path(name).expanduser().is_dir()):
         return
     if re.fullmatch(r"[\w.-]+/[\w.-]+", name):
         return
