@@ -38,6 +38,10 @@ Trainer settings: Unsloth's ``UnslothSFTConfig`` / ``UnslothGRPOConfig`` change 
 ``vllm_importance_sampling_correction=False``, ...). ``toolkit.train.config.stock_trainer_defaults``
 passes TRL's own default for every such field the recipe leaves unset, so ``--backend gpu`` trains with
 the settings ``--backend cpu`` uses; only precision (bf16/fp16 by the card) and the vLLM switches differ.
+``loss_type`` is the exception: Unsloth resolves its ``None`` to TRL's "dapo" itself, while an explicit
+"dapo" makes it set ``epsilon_high=0.28``; a recipe that names dapo gets ``epsilon_high = epsilon`` here.
+Measured on an H100 (docs/gpu.md, "The Unsloth smoke run"): without this, SFT ran with Unsloth's
+``gradient_accumulation_steps=2`` and padding-free batches.
 
 Adapters load strictly (``load_adapter_strict``): the saved LoRA config must match the live one and every
 LoRA weight must be in the file and used, or loading fails naming the keys.
