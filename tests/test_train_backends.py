@@ -130,9 +130,11 @@ class FakeUnslothModel:
         self.load_lora_calls = []
 
     def load_lora(self, save_directory, load_tensors=False):
+        from vllm.lora.request import LoRARequest
+
         self.load_lora_calls.append((save_directory, load_tensors))
         # unsloth_zoo.vllm_utils.load_lora(load_tensors=True) snapshots the live LoRA tensors
-        return SimpleNamespace(tensors=self.lora_weight)
+        return LoRARequest("1", 1, lora_tensors=self.lora_weight)
 
 
 class FakeFastLanguageModel:
@@ -157,7 +159,18 @@ class FakeFastLanguageModel:
 def fake_vllm(monkeypatch):
     """Just enough of vllm for VLLMPolicy: SamplingParams as a record."""
     monkeypatch.setattr("toolkit.agent.policies._require_gpu_package", lambda name: None)
-    monkeypatch.setitem(sys.modules, "vllm", SimpleNamespace(SamplingParams=lambda **kw: kw))
+    request = SimpleNamespace(LoRARequest=FakeLoRARequest)
+    fake = SimpleNamespace(SamplingParams=lambda **kw: kw, lora=SimpleNamespace(request=request))
+    monkeypatch.setitem(sys.modules, "vllm", fake)
+    monkeypatch.setitem(sys.modules, "vllm.lora", fake.lora)
+    monkeypatch.setitem(sys.modules, "vllm.lora.request", request)
+
+
+class FakeLoRARequest:
+    """``vllm.lora.request.LoRARequest`` as unsloth-zoo builds it (name, id, live tensors)."""
+
+    def __init__(self, name, lora_id, lora_path="", lora_tensors=None, lora_config=None):
+        self.name, self.lora_id, self.tensors = name, lora_id, lora_tensors
 
 
 def test_unsloth_backend_loads_once_and_syncs_the_live_lora_every_batch(tmp_path, fake_vllm):
@@ -165,7 +178,9 @@ def test_unsloth_backend_loads_once_and_syncs_the_live_lora_every_batch(tmp_path
 
     FakeFastLanguageModel.calls = []
     recipe = recipe_from_dict(RECIPE, "tiny")
-    backend = UnslothBackend(recipe, fast_language_model=FakeFastLanguageModel, bf16_supported=False)
+    backend = UnslothBackend(
+        recipe, fast_language_model=FakeFastLanguageModel, bf16_supported=False, fast_inference=True
+    )
     model, tokenizer, peft_config = backend.sft_model()
     assert peft_config is None  # the LoRA is already on the model
     assert backend.grpo_model(None)[0] is model  # one model per process, every stage

@@ -218,7 +218,7 @@ def test_gpu_path_configs_follow_unsloth_and_fail_clearly_on_cpu(tmp_path):
     from toolkit.train.pipeline import run_recipe
 
     scale = cfg.load_recipe("scale")
-    load = ub.unsloth_load_kwargs(scale)
+    load = ub.unsloth_load_kwargs(scale, fast_inference=True)
     assert load["fast_inference"] is True and load["max_lora_rank"] == 32 and load["max_seq_length"] == 6144
     lora = ub.unsloth_lora_kwargs(scale)
     assert (

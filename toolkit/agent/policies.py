@@ -263,15 +263,12 @@ def _vllm_on_cpu() -> bool:
 
 
 def resolve_vllm_model(name: str) -> tuple[str, Any]:
-    """(checkpoint folder or hub id, kit tokenizer) for a model name: the kit's embedded model
-    resolves to its cached safetensors checkpoint, converted on first use."""
-    from toolkit.models import DEFAULT_MODEL, load_tokenizer, prepare_tokenizer, smollm2_model_dir
+    """(checkpoint folder or hub id, kit tokenizer) for a model name: a kit model (``smollm2-135m``,
+    ``tiny-random``) resolves to its cached checkpoint folder (``toolkit.models.model_checkpoint``, the
+    resolver every backend uses), converted or built on first use."""
+    from toolkit.models import load_tokenizer, model_checkpoint
 
-    if name == DEFAULT_MODEL:
-        return str(smollm2_model_dir()), load_tokenizer(DEFAULT_MODEL)
-    from transformers import AutoTokenizer
-
-    return name, prepare_tokenizer(AutoTokenizer.from_pretrained(name))
+    return model_checkpoint(name), load_tokenizer(name)
 
 
 def engine_logprobs_mode(llm: Any) -> str | None:

