@@ -6,6 +6,7 @@ Which commands it would run, in order; and that it restarts the runtime once and
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -13,6 +14,20 @@ import pytest
 
 from toolkit import colab
 from toolkit.paths import REPO_ROOT
+
+
+@pytest.fixture(autouse=True)
+def _decision_env_restored():
+    """setup_runtime() sets the decision's variables in os.environ: keep them out of later tests."""
+    names = (colab.ENV_BACKEND, colab.ENV_GPU_VLLM, colab.ENV_BF16)
+    saved = {n: os.environ.get(n) for n in names}
+    yield
+    for name, value in saved.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+
 
 FIXTURES = Path(__file__).parent / "data" / "colab"
 REPO = "/content/mcp-rl-kit"
@@ -172,3 +187,26 @@ def test_setup_runtime_installs_restarts_once_then_does_nothing(tmp_path, monkey
     (tmp_path / "pyproject.toml").write_text((REPO_ROOT / "pyproject.toml").read_text() + "\n# new pins\n")
     colab.setup_runtime(str(tmp_path))
     assert ran == expected and killed == []
+
+
+def test_the_kit_reads_the_cells_decision(monkeypatch):
+    """The variables setup_runtime() sets reach the backend choice, Unsloth's engine and the dtype."""
+    from toolkit.models import native_bf16
+    from toolkit.train.config import recipe_from_dict
+    from toolkit.train.device import DeviceInfo, detect_backend
+    from toolkit.train.unsloth_backend import wants_vllm
+
+    recipe = recipe_from_dict({"model": "tiny-random", "reward": "rubric", "lora": {}})
+    gpu = DeviceInfo(cuda=True, gpu_name="Tesla T4", missing_gpu_packages=())
+    monkeypatch.setenv(colab.ENV_GPU_VLLM, "0")
+    assert wants_vllm(recipe) is False  # a T4: Unsloth without vLLM even where vLLM is installed
+    monkeypatch.setenv(colab.ENV_GPU_VLLM, "1")
+    assert wants_vllm(recipe) is True
+    monkeypatch.setenv(colab.ENV_BF16, "0")
+    assert native_bf16() is False
+    monkeypatch.setenv(colab.ENV_BF16, "1")
+    assert native_bf16() is True
+    monkeypatch.setenv(colab.ENV_BACKEND, "cpu")
+    assert detect_backend("auto", gpu) == "cpu"
+    monkeypatch.setenv(colab.ENV_BACKEND, "gpu")
+    assert detect_backend("auto", gpu) == "gpu"

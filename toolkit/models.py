@@ -96,6 +96,10 @@ def native_bf16() -> bool:
     9.6 s in float32 (docs/cpu-proof/README.md, "Machines"), so bf16 there is a trap, not a speed-up."""
     import torch
 
+    from toolkit.colab import ENV_BF16
+
+    if os.environ.get(ENV_BF16) in ("0", "1"):  # the Colab install cell's decision for this card
+        return os.environ[ENV_BF16] == "1"
     if torch.cuda.is_available():
         return bool(torch.cuda.is_bf16_supported())
     probes = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")

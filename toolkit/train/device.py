@@ -17,6 +17,7 @@ Only ``importlib.util.find_spec`` is used to look for unsloth / vllm, so ``impor
 from __future__ import annotations
 
 import importlib.util
+import os
 from dataclasses import dataclass
 from typing import Literal
 
@@ -91,6 +92,10 @@ def detect_backend(requested: str = "auto", info: DeviceInfo | None = None) -> B
     if requested == "cpu":
         return "cpu"
     if requested == "auto":
+        from toolkit.colab import ENV_BACKEND
+
+        if os.environ.get(ENV_BACKEND) == "cpu":  # the Colab install cell chose the CPU path
+            return "cpu"
         return "gpu" if info.gpu_ready else "cpu"
     if not info.cuda:
         raise BackendUnavailable(GPU_HELP.format(why="no CUDA GPU is visible to torch"))

@@ -88,11 +88,16 @@ def import_unsloth() -> Any:
 
 
 def wants_vllm(recipe: Recipe) -> bool:
-    """Unsloth's vLLM engine (``fast_inference``): the recipe's ``lora.fast_inference`` when set, else
-    whether vLLM is installed."""
+    """Unsloth's vLLM engine (``fast_inference``): the recipe's ``lora.fast_inference`` when set, else the
+    Colab install cell's decision (``$MCP_RL_GPU_VLLM``: "0" on a T4, where vLLM lacks an attention
+    backend), else whether vLLM is installed."""
+    from toolkit.colab import ENV_GPU_VLLM
+
     chosen = recipe.lora.get("fast_inference")
     if chosen is not None:
         return bool(chosen)
+    if os.environ.get(ENV_GPU_VLLM) in ("0", "1"):
+        return os.environ[ENV_GPU_VLLM] == "1"
     return importlib.util.find_spec("vllm") is not None
 
 
