@@ -277,3 +277,36 @@ def test_compound_interest_out_of_range_is_a_tool_error(args, message):
 
     with pytest.raises(ToolError, match=message):
         Calculator(WorldState.from_seed(SEED)).compound_interest(**args)
+
+
+# -- calendar: no meeting starts in the past -----------------------------------------------------------
+@pytest.mark.parametrize(
+    ("name", "args"),
+    [
+        (
+            "create_event",
+            {"title": "Retro", "start": "2025-11-14T10:00", "duration_minutes": 30, "organizer_id": "st-001"},
+        ),  # fmt: skip
+        (
+            "create_event",
+            {"title": "Early", "start": "2025-11-15T08:30", "duration_minutes": 30, "organizer_id": "st-001"},
+        ),  # fmt: skip
+        (
+            "create_event",
+            {
+                "title": "Zoned",
+                "start": "2025-11-20T10:00+02:00",
+                "duration_minutes": 30,
+                "organizer_id": "st-001",
+            },
+        ),  # fmt: skip
+        ("reschedule_event", {"event_id": "ev-001", "start": "2025-11-01T10:00"}),
+    ],
+)
+def test_calendar_refuses_a_start_in_the_past(name, args):
+    async def body(call, ep):
+        err = await call(name, args, ok=False)
+        assert "in the past" in err or "time zone" in err
+        assert ep.state_diff() == {}
+
+    episode("calendar", body)
