@@ -236,14 +236,22 @@ def test_food_delivery_tools(w):
 
 
 def test_travel_booking_tools(w):
+    booked = {
+        (b["trip_id"], b["item_id"]) for b in w["travel_bookings"].values() if b["status"] == "confirmed"
+    }
+
+    def bookable(t):  # outbound flights within the trip's dates, not gone, with a seat, not booked yet
+        return [f for f in sorted(w["travel_flights"].values(), key=lambda f: f["id"])
+                if (f["origin"], f["destination"]) == (t["origin"], t["destination"]) and f["seats_left"] > 0
+                and t["start_date"] <= f["depart"][:10] <= t["end_date"] and f["depart"] >= "2025-11-15T09:00"
+                and (t["id"], f["id"]) not in booked]  # fmt: skip
+
     trip = next(
-        t for t in sorted(w["travel_trips"].values(), key=lambda t: t["id"]) if t["status"] == "approved"
+        t
+        for t in sorted(w["travel_trips"].values(), key=lambda t: t["id"])
+        if t["status"] == "approved" and len(bookable(t)) >= 2
     )
-    route = [
-        f
-        for f in w["travel_flights"].values()
-        if (f["origin"], f["destination"]) == (trip["origin"], trip["destination"])
-    ]
+    route = bookable(trip)
     hotel = next(
         h for h in w["travel_hotels"].values() if h["city"] == trip["destination"] and h["rooms_left"] > 0
     )
@@ -286,14 +294,12 @@ def test_travel_booking_tools(w):
         fb = await call("book_travel_flight", {"trip_id": trip["id"], "flight_id": route[0]["id"]})
         assert fb["price"] == route[0]["price"]
         assert (await call("get_travel_loyalty", {"traveler_id": trip["traveler_id"]}))["points"] > pts
-        if len(route) > 1:
-            ch = await call("change_travel_flight", {"booking_id": fb["id"], "new_flight_id": route[1]["id"]})
-            assert ch["item_id"] == route[1]["id"]
-        else:
-            err = await call(
-                "change_travel_flight", {"booking_id": fb["id"], "new_flight_id": hb["item_id"]}, ok=False
-            )
-            assert "not found" in err
+        ch = await call("change_travel_flight", {"booking_id": fb["id"], "new_flight_id": route[1]["id"]})
+        assert ch["item_id"] == route[1]["id"]
+        err = await call(
+            "change_travel_flight", {"booking_id": fb["id"], "new_flight_id": hb["item_id"]}, ok=False
+        )
+        assert "not found" in err
         cost = await call("travel_trip_cost", {"trip_id": trip["id"]})
         assert cost["total"] == round(sum(b["price"] for b in (await call("get_travel_trip", {"trip_id": trip["id"]}))[
             "bookings"] if b["status"] == "confirmed"), 2)  # fmt: skip

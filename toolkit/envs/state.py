@@ -9,11 +9,14 @@ what ``get``/``values`` return as read-only and change records only through ``ed
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from functools import lru_cache
 from typing import Any
 
 from toolkit.envs.world import World, diff_states, generate_world
+
+_MISSING = object()
 
 
 @lru_cache(maxsize=64)
@@ -29,6 +32,8 @@ class WorldState:
         self._base = base
         self._own: dict[str, dict[str, dict[str, Any]]] = {}  # collections this episode wrote to
         self._edited: set[tuple[str, str]] = set()  # records already deep-copied by this episode
+        self._undo: list[tuple] | None = None  # inside ``atomic()``: how to put back what was written
+        self._saved: set[tuple[str, str]] = set()  # records already saved in ``_undo``
 
     @classmethod
     def from_seed(cls, seed: int) -> WorldState:
@@ -51,12 +56,26 @@ class WorldState:
         own = self._own.get(name)
         if own is None:
             own = self._own[name] = dict(self._base.get(name, {}))
+            if self._undo is not None:
+                self._undo.append((name,))
         return own
+
+    def _save(self, name: str, key: str) -> None:
+        """Inside ``atomic()``: remember a record as it was before its first write in the block."""
+        if self._undo is None or (name, key) in self._saved:
+            return
+        self._saved.add((name, key))
+        own = self._writable(name)
+        edited = (name, key) in self._edited
+        rec = own.get(key, _MISSING)
+        # A record this episode owns is changed in place, so keep a copy; a base record is never changed.
+        self._undo.append((name, key, copy.deepcopy(rec) if edited else rec, edited))
 
     def edit(self, name: str, key: str) -> dict[str, Any]:
         """The record, made private to this episode, for in-place changes. KeyError if missing."""
         coll = self._writable(name)
         rec = coll[key]
+        self._save(name, key)
         if (name, key) not in self._edited:
             rec = coll[key] = copy.deepcopy(rec)
             self._edited.add((name, key))
@@ -64,12 +83,49 @@ class WorldState:
 
     def put(self, name: str, key: str, record: dict[str, Any]) -> None:
         """Create or replace a record (the episode owns ``record`` from now on)."""
+        self._save(name, key)
         self._writable(name)[key] = record
         self._edited.add((name, key))
 
     def delete(self, name: str, key: str) -> None:
+        self._save(name, key)
         del self._writable(name)[key]
         self._edited.discard((name, key))
+
+    @contextmanager
+    def atomic(self) -> Iterator[None]:
+        """All the block's writes, or none: if it raises, every record is put back as it was.
+
+        Each tool call runs inside one, so a call that answers an error has changed nothing, whatever
+        it wrote before it found the problem. Nested blocks join the outer one.
+        """
+        if self._undo is not None:
+            yield
+            return
+        self._undo, self._saved = [], set()
+        try:
+            yield
+        except BaseException:
+            self._rollback(self._undo)
+            raise
+        finally:
+            self._undo, self._saved = None, set()
+
+    def _rollback(self, undo: list[tuple]) -> None:
+        for entry in reversed(undo):
+            if len(entry) == 1:  # the collection became this episode's own inside the block
+                del self._own[entry[0]]
+                continue
+            name, key, rec, edited = entry
+            own = self._own[name]
+            if rec is _MISSING:
+                own.pop(key, None)
+            else:
+                own[key] = rec
+            if edited:
+                self._edited.add((name, key))
+            else:
+                self._edited.discard((name, key))
 
     # -- snapshots -----------------------------------------------------------------------------
     def snapshot(self) -> World:

@@ -126,13 +126,14 @@ class Banking(DomainServer):
     ) -> dict[str, Any]:
         """Open a new account for a customer, optionally with an opening deposit."""
         self._customer(customer_id)
+        deposit = _cents(initial_deposit)  # validate before the account is written
         aid = self.next_id("bank_accounts", "ba-", 4, start=1001)
         acct = {"id": aid, "customer_id": customer_id, "type": type, "number": f"NW{9_000_000_000 + int(aid[3:])}",
                 "balance": 0.0, "currency": "USD", "status": "open",
                 "overdraft_limit": 500.0 if type == "checking" else 0.0, "opened": TODAY.isoformat()}  # fmt: skip
         self.db.put("bank_accounts", aid, acct)
-        if initial_deposit:
-            self._post(aid, _cents(initial_deposit), "deposit", "transfer", "Opening deposit", customer_id)
+        if deposit:
+            self._post(aid, deposit, "deposit", "transfer", "Opening deposit", customer_id)
         return dict(self.db.get("bank_accounts", aid))
 
     @tool(destructive=True, idempotent=True)

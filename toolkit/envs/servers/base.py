@@ -101,11 +101,14 @@ def _inline(method: Callable[..., dict[str, Any]]) -> Callable[..., Any]:
 
     The SDK runs sync tools on a worker thread (a thread hop per call, the main cost in-process); ours
     are quick and touch only their episode's state, so they run as coroutines. The text block is one
-    line of JSON (the SDK's default is indented), which costs the model fewer tokens.
+    line of JSON (the SDK's default is indented), which costs the model fewer tokens. The call runs
+    inside ``WorldState.atomic()``: a tool that raises (an error answer) leaves the world as it was.
     """
+    server = method.__self__  # type: ignore[attr-defined]
 
     async def call(**kwargs: Any) -> CallToolResult:
-        result = method(**kwargs)
+        with server.db.atomic():
+            result = method(**kwargs)
         return CallToolResult(
             content=[TextContent(type="text", text=json.dumps(result, ensure_ascii=False, default=str))],
             structured_content=result,

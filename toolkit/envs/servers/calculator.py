@@ -162,7 +162,15 @@ class Calculator(DomainServer):
         ] = 12,
     ) -> dict[str, Any]:
         """Future value of a principal with compound interest."""
-        fv = principal * (1 + rate_percent / 100 / periods_per_year) ** (periods_per_year * years)
+        growth = 1 + rate_percent / 100 / periods_per_year
+        if growth < 0:
+            raise invalid(f"rate_percent {rate_percent} loses more than everything in one period.")
+        try:
+            fv = principal * growth ** (periods_per_year * years)
+        except OverflowError:
+            fv = math.inf
+        if not math.isfinite(fv):
+            raise invalid("the future value is too large to represent; use a lower rate or fewer years.")
         return {"future_value": round(fv, 2), "interest": round(fv - principal, 2)}
 
     @tool(read_only=True)

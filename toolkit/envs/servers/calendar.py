@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
+from toolkit.envs.clock import NOW
 from toolkit.envs.servers.base import Cursor, DomainServer, Limit, conflict, invalid, paginate, tool
 
 EventId = Annotated[str, Field(description="Event id, e.g. 'ev-001'.")]
@@ -19,6 +20,16 @@ def _dt(value: str, what: str) -> datetime:
         return datetime.fromisoformat(value)
     except ValueError:
         raise invalid(f"{what} '{value}' is not an ISO date-time like 2025-11-17T14:00.") from None
+
+
+def _future(value: str, what: str) -> datetime:
+    """A start time for a new or moved event: a local date-time not before the world's clock."""
+    s = _dt(value, what)
+    if s.tzinfo is not None:
+        raise invalid(f"{what} '{value}' has a time zone; give local time like 2025-11-17T14:00.")
+    if s < NOW:
+        raise invalid(f"{what} {value} is in the past (now is {NOW.isoformat(timespec='minutes')}).")
+    return s
 
 
 def _day(value: str, what: str = "date") -> date:
@@ -88,8 +99,8 @@ class Calendar(DomainServer):
         ] = None,
         location: Annotated[str, Field(description="Room or 'Video call'.")] = "Video call",
     ) -> dict[str, Any]:
-        """Schedule a meeting. Fails with a conflict if an attendee is already busy then."""
-        s = _dt(start, "start")
+        """Schedule a meeting (from now on). Fails with a conflict if an attendee is already busy then."""
+        s = _future(start, "start")
         e = s + timedelta(minutes=duration_minutes)
         people = sorted({organizer_id, *(attendee_ids or [])})
         for p in people:
@@ -116,9 +127,9 @@ class Calendar(DomainServer):
             int | None, Field(ge=5, le=600, description="New length (default: same).")
         ] = None,
     ) -> dict[str, Any]:
-        """Move an event to a new time (checks every attendee is free)."""
+        """Move an event to a new time, from now on (checks every attendee is free)."""
         ev = self._event(event_id)
-        s = _dt(start, "start")
+        s = _future(start, "start")
         length = duration_minutes or int(
             (datetime.fromisoformat(ev["end"]) - datetime.fromisoformat(ev["start"])).total_seconds() // 60
         )

@@ -262,7 +262,7 @@ class FoodDelivery(DomainServer):
         order_id: FoodOrderId,
         reason: Annotated[str, Field(min_length=3, description="Why it is cancelled.")],
     ) -> dict[str, Any]:
-        """Cancel an order that has not left the restaurant (placed or preparing)."""
+        """Cancel an order that has not left the restaurant (placed or preparing); its courier is freed."""
         o = self._order(order_id)
         if o["status"] == "cancelled":
             return o
@@ -270,6 +270,12 @@ class FoodDelivery(DomainServer):
             raise conflict(
                 f"food order {order_id} is '{o['status']}'; only placed or preparing orders can be cancelled."
             )
+        courier = o["courier_id"]
+        busy_elsewhere = any(x["courier_id"] == courier and x["id"] != order_id
+                             and x["status"] not in ("delivered", "cancelled")
+                             for x in self.db.values("food_orders"))  # fmt: skip
+        if courier and not busy_elsewhere and self.db.get("food_couriers", courier) is not None:
+            self.db.edit("food_couriers", courier)["available"] = True  # the courier is free again
         o = self.db.edit("food_orders", order_id)
         o["status"], o["cancel_reason"] = "cancelled", reason
         return o

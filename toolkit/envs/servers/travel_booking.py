@@ -2,7 +2,10 @@
 travellers' loyalty accounts.
 
 A trip belongs to a staff member; flight and hotel bookings hang off a trip, take a seat or room
-from the inventory while confirmed and give it back when cancelled.
+from the inventory while confirmed and give it back when cancelled. A booking must fit its trip: a
+flight on the trip's route (out or back) departing within its dates and not yet gone, a hotel in the
+destination for nights within the trip, from today on. Loyalty points a flight booking earns are
+recorded on the booking and taken back when it is cancelled (or moved to another fare).
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from toolkit.envs.clock import TODAY
+from toolkit.envs.clock import NOW_ISO, TODAY
 from toolkit.envs.servers.base import Cursor, DomainServer, Limit, conflict, invalid, paginate, tool
 from toolkit.envs.servers.dates import check_day
 
@@ -69,6 +72,33 @@ class TravelBooking(DomainServer):
             if c.lower() == city.lower():
                 return c
         raise invalid(f"{arg} '{city}' is not served; known cities: {', '.join(self._cities())}.")
+
+    def _fits_flight(self, trip: dict[str, Any], flight: dict[str, Any]) -> None:
+        """Refuse a flight that is not on the trip's route and dates, or has already departed."""
+        route = (flight["origin"], flight["destination"])
+        if route not in ((trip["origin"], trip["destination"]), (trip["destination"], trip["origin"])):
+            raise invalid(f"flight {flight['id']} flies {route[0]}->{route[1]}; trip {trip['id']} goes "
+                          f"{trip['origin']}->{trip['destination']} (and back).")  # fmt: skip
+        day = flight["depart"][:10]
+        if not trip["start_date"] <= day <= trip["end_date"]:
+            raise invalid(f"flight {flight['id']} departs {day}, outside trip {trip['id']} "
+                          f"({trip['start_date']}..{trip['end_date']}).")  # fmt: skip
+        if flight["depart"] < NOW_ISO:
+            raise invalid(f"flight {flight['id']} departed {flight['depart']} (now is {NOW_ISO}).")
+
+    def _earn(self, traveler_id: str, price: float) -> int:
+        """Credit a flight's loyalty points (none without a loyalty account); the points credited."""
+        if self.db.get("travel_loyalty", traveler_id) is None:
+            return 0
+        points = int(price * POINTS_PER_USD)
+        self.db.edit("travel_loyalty", traveler_id)["points"] += points
+        return points
+
+    def _take_back(self, booking: dict[str, Any]) -> None:
+        """Debit the loyalty points this booking earned (bookings made before the world began earned none)."""
+        points = booking.get("points") or 0
+        if points and self.db.get("travel_loyalty", booking["traveler_id"]) is not None:
+            self.db.edit("travel_loyalty", booking["traveler_id"])["points"] -= points
 
     def _new_booking(
         self, trip: dict[str, Any], kind: str, item_id: str, price: float, **extra: Any
@@ -301,18 +331,23 @@ class TravelBooking(DomainServer):
 
     @tool(idempotent=False)
     def book_travel_flight(self, trip_id: TripId, flight_id: FlightId) -> dict[str, Any]:
-        """Book a seat on a flight for a trip's traveller; earns loyalty points."""
+        """Book a seat on a flight for a trip's traveller; earns loyalty points (taken back on cancel).
+
+        The flight must fly the trip's route (outbound or return), depart within the trip's dates and
+        not have departed yet."""
         t = self._open_trip(trip_id)
         f = self._flight(flight_id)
+        self._fits_flight(t, f)
+        for b in self.db.values("travel_bookings"):
+            if b["trip_id"] == trip_id and b["item_id"] == flight_id and b["status"] == "confirmed":
+                raise conflict(f"trip {trip_id} already has a seat on {flight_id} ({b['id']}).")
         if f["seats_left"] < 1:
             raise conflict(
                 f"flight {flight_id} is full; search_travel_flights lists flights with free seats."
             )
         self.db.edit("travel_flights", flight_id)["seats_left"] -= 1
-        loyalty = self.db.get("travel_loyalty", t["traveler_id"])
-        if loyalty is not None:
-            self.db.edit("travel_loyalty", t["traveler_id"])["points"] += int(f["price"] * POINTS_PER_USD)
-        return self._new_booking(t, "flight", flight_id, f["price"])
+        points = self._earn(t["traveler_id"], f["price"])
+        return self._new_booking(t, "flight", flight_id, f["price"], points=points)
 
     @tool(idempotent=False)
     def book_travel_hotel(
@@ -326,20 +361,31 @@ class TravelBooking(DomainServer):
             int | None, Field(ge=1, le=60, description="Nights (default: the trip's length).")
         ] = None,
     ) -> dict[str, Any]:
-        """Book a hotel room for a trip's traveller."""
+        """Book a hotel room for a trip's traveller: a hotel in the trip's destination, for nights within
+        the trip's dates, from today on."""
         t = self._open_trip(trip_id)
         h = self._hotel(hotel_id)
         check_day(check_in, "check_in")
+        if h["city"] != t["destination"]:
+            raise invalid(f"hotel {hotel_id} is in {h['city']}; trip {trip_id} goes to {t['destination']}.")
+        start = check_in or t["start_date"]
+        first, last = date.fromisoformat(t["start_date"]), date.fromisoformat(t["end_date"])
+        n = nights or max(1, (last - first).days)
+        if start < TODAY.isoformat():
+            raise invalid(f"check-in {start} is in the past (today is {TODAY.isoformat()}); give check_in.")
+        out = date.fromisoformat(start) + timedelta(days=n)
+        if date.fromisoformat(start) < first or out > max(last, first + timedelta(days=1)):
+            raise invalid(f"a stay {start}..{out.isoformat()} is outside trip {trip_id} "
+                          f"({t['start_date']}..{t['end_date']}).")  # fmt: skip
         if h["rooms_left"] < 1:
             raise conflict(f"hotel {hotel_id} is full; search_travel_hotels lists hotels with free rooms.")
-        start = check_in or t["start_date"]
-        n = nights or max(1, (date.fromisoformat(t["end_date"]) - date.fromisoformat(t["start_date"])).days)
         self.db.edit("travel_hotels", hotel_id)["rooms_left"] -= 1
         return self._new_booking(t, "hotel", hotel_id, h["nightly_rate"] * n, check_in=start, nights=n)
 
     def _release(self, booking_id: str) -> dict[str, Any]:
-        """Cancel a confirmed booking and give its seat or room back."""
+        """Cancel a confirmed booking: its seat or room goes back on sale, its loyalty points are taken back."""
         b = self.db.edit("travel_bookings", booking_id)
+        self._take_back(b)
         coll, field = (
             ("travel_flights", "seats_left") if b["kind"] == "flight" else ("travel_hotels", "rooms_left")
         )
@@ -350,7 +396,7 @@ class TravelBooking(DomainServer):
 
     @tool(destructive=True, idempotent=True)
     def cancel_travel_booking(self, booking_id: BookingId) -> dict[str, Any]:
-        """Cancel a confirmed booking (the seat or room goes back on sale)."""
+        """Cancel a confirmed booking (the seat or room goes back on sale, the points it earned are taken back)."""
         b = self._booking(booking_id)
         if b["status"] == "cancelled":
             return b
@@ -358,7 +404,8 @@ class TravelBooking(DomainServer):
 
     @tool(idempotent=False)
     def change_travel_flight(self, booking_id: BookingId, new_flight_id: FlightId) -> dict[str, Any]:
-        """Move a confirmed flight booking to another flight on the same route; the price becomes the new fare."""
+        """Move a confirmed flight booking to another flight on the same route within the trip's dates; the
+        price becomes the new fare and the loyalty points follow it."""
         b = self._booking(booking_id)
         if b["kind"] != "flight" or b["status"] != "confirmed":
             raise conflict(
@@ -368,12 +415,21 @@ class TravelBooking(DomainServer):
         if (old["origin"], old["destination"]) != (new["origin"], new["destination"]):
             raise invalid(f"{new_flight_id} flies {new['origin']}->{new['destination']}, the booking is "
                           f"{old['origin']}->{old['destination']}.")  # fmt: skip
+        if old["depart"] < NOW_ISO:
+            raise conflict(f"{old['id']} departed {old['depart']}; a flown booking cannot change.")
+        self._fits_flight(self._trip(b["trip_id"]), new)
+        if new["id"] == old["id"]:
+            return b
         if new["seats_left"] < 1:
             raise conflict(f"flight {new_flight_id} is full.")
         self.db.edit("travel_flights", old["id"])["seats_left"] += 1
         self.db.edit("travel_flights", new["id"])["seats_left"] -= 1
+        self._take_back(b)
+        points = self._earn(b["traveler_id"], new["price"]) if "points" in b else 0
         b = self.db.edit("travel_bookings", booking_id)
         b["item_id"], b["price"] = new["id"], new["price"]
+        if "points" in b:
+            b["points"] = points
         return b
 
     @tool(read_only=True)

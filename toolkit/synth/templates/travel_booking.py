@@ -3,6 +3,7 @@ remaining budget, cancelling a booking, and booking the cheapest flight for a tr
 
 from __future__ import annotations
 
+from toolkit.envs.clock import TODAY
 from toolkit.synth.base import Answer, Draft, Step, payload
 from toolkit.synth.templates import Ctx, template
 from toolkit.synth.templates.common import field_of, fmt_num, items
@@ -158,7 +159,12 @@ def cancel_booking(ctx: Ctx) -> Draft:
 @template("travel_book_cheapest", "chain", ["travel_booking"], calls=(3, 3))
 def book_cheapest(ctx: Ctx) -> Draft:
     ctx.need("get_travel_trip", "search_travel_flights", "book_travel_flight")
+    # A trip yet to start (every flight that day is still to leave) with no flight booked yet: the
+    # server refuses departed flights and a second seat on a flight the trip already has.
+    flown = {b["trip_id"] for b in ctx.records("travel_bookings", lambda b: b["kind"] == "flight"
+                                               and b["status"] == "confirmed")}  # fmt: skip
     trip = ctx.choose(ctx.records("travel_trips", lambda t: t["status"] in ("planned", "approved")
+                                  and t["start_date"] > TODAY.isoformat() and t["id"] not in flown
                                   and bookable(ctx, t["origin"], t["destination"], t["start_date"])))  # fmt: skip
     best = sole_best(
         bookable(ctx, trip["origin"], trip["destination"], trip["start_date"]), "price", highest=False
