@@ -65,6 +65,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from toolkit.train.adapters import AdapterMismatch, load_weights_strict
 from toolkit.train.config import Recipe
 
 LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
@@ -147,10 +148,6 @@ def gpu_grpo_overrides(bf16_supported: bool = True, *, fast_inference: bool = Tr
     return {**vllm, "use_cpu": False, **gpu_precision(bf16_supported)}
 
 
-class AdapterMismatch(ValueError):
-    """A saved adapter that does not fit the live LoRA (config or weight keys)."""
-
-
 # LoraConfig fields that must agree between a saved adapter and the LoRA it is loaded into
 _LORA_CONFIG_KEYS = ("r", "lora_alpha", "target_modules", "use_rslora", "use_dora")
 
@@ -161,9 +158,6 @@ def load_adapter_strict(model: Any, adapter: str | Path, adapter_name: str = "de
     raising, which would leave wrong weights for evaluation, merging and GRPO. Here a config that differs
     (rank, alpha, target modules) or a key mismatch is an ``AdapterMismatch`` naming the keys."""
     import json
-
-    from peft import set_peft_model_state_dict
-    from safetensors.torch import load_file
 
     folder = Path(adapter)
     weights, config_file = folder / "adapter_model.safetensors", folder / "adapter_config.json"
@@ -181,14 +175,7 @@ def load_adapter_strict(model: Any, adapter: str | Path, adapter_name: str = "de
             differ.append(f"{key} {theirs!r} (saved) != {mine!r} (live)")
     if differ:
         raise AdapterMismatch(f"{folder}: adapter config does not match the live LoRA: {'; '.join(differ)}")
-    result = set_peft_model_state_dict(model, load_file(str(weights)), adapter_name=adapter_name)
-    missing = [k for k in result.missing_keys if ".lora_" in k and f".{adapter_name}" in k]
-    unexpected = list(result.unexpected_keys)
-    if missing or unexpected:
-        raise AdapterMismatch(
-            f"{folder}: adapter weights do not match the live LoRA: {len(missing)} missing"
-            f" (e.g. {missing[:2]}), {len(unexpected)} unexpected (e.g. {unexpected[:2]})"
-        )
+    load_weights_strict(model, folder, adapter_name)
 
 
 @contextlib.contextmanager
