@@ -199,6 +199,18 @@ class Exploration:
     stopped: str = ""  # why exploration ended: "done", "call budget", "time budget", a server failure
     uncallable: dict[str, str] = field(default_factory=dict)  # read tool -> why it was never called
 
+    def constants(self) -> dict[str, Any]:
+        """Arguments every successful read that takes them was called with one same value (a
+        ``repo_path="."``): the server's context, reused as is by writes."""
+        seen: dict[str, set[str]] = {}
+        uses: dict[str, int] = {}
+        for o in self.observations:
+            if o.ok:
+                for k, v in o.args.items():
+                    seen.setdefault(k, set()).add(json.dumps(v, sort_keys=True))
+                    uses[k] = uses.get(k, 0) + 1
+        return {k: json.loads(next(iter(v))) for k, v in seen.items() if len(v) == 1 and uses[k] >= 2}
+
     def summary(self) -> dict[str, Any]:
         ok = [o for o in self.observations if o.ok]
         return {
@@ -239,6 +251,8 @@ def _match_score(param: str, key: str) -> int:
         return 3
     if p & {"name", "names"} and k & {"name"}:
         return 2
+    if {t.rstrip("s") for t in p} & _PATHLIKE and k & {"name", "path", "file", "filename"}:
+        return 3
     if p & _TEXTLIKE and k & {"name", "title", "subject"}:
         return 2
     return 0
@@ -258,29 +272,42 @@ def _scalar_candidates(
         if "default" in s and s["default"] is not None:
             out.append((s["default"], None))
     types = {s.get("type") for s in options if s.get("type")}
-    description = (schema.get("description") or "").lower()
+    raw_description = schema.get("description") or ""
+    description = raw_description.lower()
     tokens = _param_tokens(param)
     if "string" in types or not types:
-        if tokens & _PATHLIKE or param.lower().endswith("path"):
+        if {t.rstrip("s") for t in tokens} & _PATHLIKE or param.lower().endswith("path"):
             out.append((".", None))
         sql = "sql" in description or "select" in description
+        # values quoted in the description ("e.g. 't-1001'", "'local', 'remote' or 'all'") are examples
+        if not sql:
+            out.extend(
+                (v, None) for v in re.findall(r"['\u2018\"`]([\w.:/-]{1,40})['\u2019\"`]", raw_description)
+            )
         scored = []
         for pv in pool:
             if not isinstance(pv.value, str) or not (0 < len(pv.value) <= 120) or "\n" in pv.value:
                 continue
+            if not pv.key and (len(pv.value) > 40 or pv.value.rstrip().endswith(":")):
+                continue  # a line of text: only short ones make sensible search terms
             if sql:
                 src = obs_by_id[pv.obs]
                 if "table" in src.tool and pv.key in ("name", "table_name", "table"):
                     scored.append((3, f"SELECT * FROM {pv.value}", (pv.obs, pv.path)))
                 continue
             score = _match_score(param, pv.key)
-            if score and tokens & _PATHLIKE:
+            if score and {t.rstrip("s") for t in tokens} & _PATHLIKE:
                 src = obs_by_id[pv.obs]
                 base = next((v for k, v in src.args.items() if _param_tokens(k) & _PATHLIKE), None)
                 value = pv.value if base in (None, ".", "") else f"{str(base).rstrip('/')}/{pv.value}"
                 scored.append((score, value, (pv.obs, pv.path)))
             elif score:
                 scored.append((score, pv.value, (pv.obs, pv.path)))
+        if not scored and not sql:  # nothing fits by name: values under identifier-like keys
+            for pv in pool:
+                ident = _param_tokens(pv.key) & {"id", "commit", "hash", "sha", "ref", "key", "name"}
+                if ident and isinstance(pv.value, str) and 0 < len(pv.value) <= 80 and "\n" not in pv.value:
+                    scored.append((1, pv.value, (pv.obs, pv.path)))
         scored.sort(key=lambda s: -s[0])
         out.extend((v, src) for _, v, src in scored)
     elif types & {"integer", "number"}:

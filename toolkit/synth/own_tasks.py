@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -28,6 +29,7 @@ from toolkit.synth.explore import Exploration, Observation, Path_, get_path, lea
 
 KINDS = ("lookup", "chain", "aggregate", "write", "abstain")
 _ID_KEYS = ("name", "id", "title", "subject", "key", "path", "slug", "email", "filename")
+_IRREGULAR = {"children": "child", "people": "person", "data": "data", "entries": "entry", "indices": "index"}
 _ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth")
 
 
@@ -37,6 +39,8 @@ def human(name: str) -> str:
 
 def singular(word: str) -> str:
     word = human(word)
+    if word in _IRREGULAR:
+        return _IRREGULAR[word]
     if word.endswith("ies"):
         return word[:-3] + "y"
     if word.endswith(("sses", "xes")):
@@ -54,7 +58,9 @@ def answerable(value: Any) -> bool:
         return False
     if isinstance(value, int | float):
         return True
-    return isinstance(value, str) and 2 <= len(value.strip()) <= 80 and "\n" not in value
+    if not isinstance(value, str) or value.strip().lower() in ("true", "false", "none", "null", "n/a"):
+        return False
+    return 2 <= len(value.strip()) <= 80 and "\n" not in value
 
 
 def context(obs: Observation) -> str:
@@ -174,11 +180,14 @@ class Fact:
 
 
 def facts(obs: Observation, exp: Exploration | None = None) -> Iterator[Fact]:
-    """Lookups and aggregates over one stable output."""
+    """Lookups and aggregates over one stable output (never a value the call was given)."""
     data = obs.data
+    given = {json.dumps(v) for v in obs.args.values()} | {
+        json.dumps(x) for v in obs.args.values() if isinstance(v, list) for x in v
+    }
     if isinstance(data, dict) and len(data) > 1:  # one record: each stable scalar field at the top
         for k, v in data.items():
-            if answerable(v) and (k,) not in obs.volatile:
+            if answerable(v) and (k,) not in obs.volatile and json.dumps(v) not in given:
                 yield Fact("lookup", "own_field", f"in {{where}}, what is the {human(k)}?",
                            _answer(k, v, f"the {human(k)} is {v}"), {"op": "field", "path": [k]},
                            f"The {human(k)} is {v}.")  # fmt: skip
@@ -187,7 +196,7 @@ def facts(obs: Observation, exp: Exploration | None = None) -> Iterator[Fact]:
         if not items or owner is None:
             continue
         noun = singular(str(path[-1])) if path and isinstance(path[-1], str) else "entry"
-        things = f"{noun} entries{owner}"
+        things = ("entries" if noun == "entry" else f"{noun} entries") + owner
         base = {"list": list(path)}
         # the number of items is stable when no item appeared on one server only
         if not any(
@@ -201,7 +210,13 @@ def facts(obs: Observation, exp: Exploration | None = None) -> Iterator[Fact]:
         idk = id_field(items, obs.volatile, path)
         for i, it in enumerate(items if idk else []):
             for k, v in it.items():
-                if k == idk or not answerable(v) or (*path, i, k) in obs.volatile or v == it[idk]:
+                if (
+                    k == idk
+                    or not answerable(v)
+                    or (*path, i, k) in obs.volatile
+                    or v == it[idk]
+                    or json.dumps(v) in given
+                ):
                     continue
                 alts = _alternatives(exp, {idk: it[idk], k: v}) if exp else []
                 yield Fact("lookup", "own_item_field",
@@ -326,9 +341,11 @@ ABSTAIN = (
 
 def abstentions(exp: Exploration, rng: random.Random) -> Iterator[Draft]:
     tokens = {t for name in exp.specs for t in name_tokens(name)}
-    names = [
-        p.value for p in exp.pool if p.key == "name" and isinstance(p.value, str) and answerable(p.value)
-    ][:8] or ["Sam"]
+    people = re.compile(r"^[A-Z][a-z]+ [A-Z][a-z]+$")  # values that read as a person's name, else stock ones
+    names = [p.value for p in exp.pool if isinstance(p.value, str) and people.match(p.value)][:8] or [
+        "Sam",
+        "Priya",
+    ]
     for request, verbs in ABSTAIN:
         if tokens & verbs:
             continue

@@ -35,8 +35,16 @@ def _fresh(param: str, k: int) -> str:
     return f"{human(param)} {word} {k}"
 
 
+_ALWAYS_FRESH = {"destination", "dest", "new", "content", "contents", "body", "text", "message", "description",
+                 "observations", "insight", "comment", "note", "title"}  # fmt: skip
+
+
 def _value(param: str, schema: dict[str, Any], exp: Exploration, k: int, existing: bool) -> Any:
     """One argument value: an existing one when asked and one fits, else a fresh one."""
+    constants = exp.constants()
+    if param in constants:
+        return constants[param]
+    existing = existing and not set(name_tokens(param)) & _ALWAYS_FRESH
     t = schema.get("type")
     if t == "array":
         item = schema.get("items", {}) if isinstance(schema.get("items"), dict) else {}
