@@ -116,6 +116,9 @@ def probe_candidates(tool_args: dict[str, Any], exp: Exploration) -> list[dict[s
         if o.ok and len(o.text) <= MAX_PROBE_CHARS and o.args:
             if {json.dumps(v, sort_keys=True) for v in _flat_values(o.args)} & values:
                 out.append({"tool": o.tool, "arguments": dict(o.args)})
+    small = sorted((o for o in exp.observations if o.ok and o.stable and len(o.text) <= MAX_PROBE_CHARS),
+                   key=lambda o: len(o.text))  # fmt: skip
+    out += [{"tool": o.tool, "arguments": dict(o.args)} for o in small]  # any small read may show it
     unique, seen = [], set()
     for p in out:
         key = json.dumps(p, sort_keys=True)

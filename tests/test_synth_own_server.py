@@ -1,0 +1,238 @@
+"""`mcp-rl synth --server`: tasks for an MCP server the kit did not write (docs/own-server.md).
+
+Unit tests for the pieces (read/write classification, output parsing, recipes, probes), then the whole
+path on real servers: the kit's helpdesk spoken to over stdio (always here) and npm server-memory (after
+`make setup`): synthesis, replay, and the gold policy through `open_episode(task)` getting full marks
+from the rubric reward. Then servers that do not start, hang, answer errors or flood.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import anyio
+import pytest
+
+from toolkit.envs.recipe import ProbedToolbox, ServerRecipe, canonical, parse_server
+from toolkit.paths import REPO_ROOT
+from toolkit.synth import demo_servers
+from toolkit.synth.explore import classify, parse_output
+from toolkit.toolbox import ToolResult, ToolSpec
+
+BAD_SERVER = REPO_ROOT / "tests" / "data" / "own_server" / "bad_server.py"
+NPM_MEMORY = REPO_ROOT / ".cache" / "npm" / "node_modules" / "@modelcontextprotocol" / "server-memory"
+
+
+# ---- pieces -------------------------------------------------------------------------------------------
+
+
+def _spec(name: str, **ann) -> ToolSpec:
+    return ToolSpec(name, "", {"type": "object", "properties": {}}, "s", ann)
+
+
+def test_classify_by_annotations_then_name_then_override():
+    assert classify(_spec("delete_everything", readOnlyHint=True))[0] == "read"  # annotations win
+    assert classify(_spec("get_thing", destructiveHint=True))[0] == "write"
+    assert classify(_spec("get_thing", readOnlyHint=False))[0] == "write"
+    assert classify(_spec("list_tables")) == ("read", "name ('list')")
+    assert classify(_spec("write_query"))[0] == "write"
+    assert classify(_spec("appendInsight"))[0] == "write"  # camelCase verbs count
+    assert classify(_spec("frobnicate"))[0] == "write"  # unknown: never called while exploring
+    assert classify(_spec("frobnicate"), "read") == ("read", "set by the user")
+
+
+def test_parse_output_json_python_literal_listing_key_values_lines():
+    assert parse_output('{"a": [1, 2]}') == {"a": [1, 2]}
+    assert parse_output("[{'name': 'p', 'n': None}]") == [{"name": "p", "n": None}]  # a server printing repr
+    assert parse_output("[FILE] a.txt      4 B\n[DIR] docs") == [
+        {"type": "FILE", "name": "a.txt", "size": "4 B"},
+        {"type": "DIR", "name": "docs"},
+    ]
+    log = "Commit: 'abc'\nMessage: 'first\\n'\n\nCommit: 'def'\nMessage: 'second'\n"
+    assert parse_output(log) == [{"Commit": "abc", "Message": "first"}, {"Commit": "def", "Message": "second"}]
+    assert parse_output("buy milk\ncall Sam\n") == ["buy milk", "call Sam"]
+    # structured content that only wraps the text is parsed as the text
+    assert parse_output("ignored", {"content": "[DIR] x"}) == [{"type": "DIR", "name": "x"}]
+
+
+def test_parse_server_and_recipe_errors():
+    r = parse_server("mem=node index.js --flag 'a b'")
+    assert r.command == ["node", "index.js", "--flag", "a b"] and r.fresh
+    u = parse_server("api=http://127.0.0.1:8000/mcp")
+    assert u.url == "http://127.0.0.1:8000/mcp" and not u.fresh
+    for bad in ("no-equals-sign", "=cmd", "name="):
+        with pytest.raises(ValueError, match="NAME=COMMAND"):
+            parse_server(bad)
+    with pytest.raises(ValueError, match="does not exist"):
+        ServerRecipe("x", command=["true"], seed="/no/such/folder")
+    assert ServerRecipe.from_dict(r.to_dict()) == r
+
+
+def test_recipe_fills_the_scratch_folder(tmp_path):
+    r = ServerRecipe("m", command=["node", "{scratch}/x.js"], env={"F": "{scratch}/m.jsonl"})
+    server = r.server(tmp_path)
+    assert server.command == ["node", f"{tmp_path}/x.js"]
+    assert server.env == {"F": f"{tmp_path}/m.jsonl"} and server.cwd == str(tmp_path)
+
+
+class _FakeEpisode:
+    """A toolbox whose `read` shows a counter that `bump` (a write) increases."""
+
+    def __init__(self):
+        self.n = 0
+        self.dead_servers: dict[str, str] = {}
+
+    async def call_tool(self, name, args):
+        if name == "bump":
+            self.n += 1
+            return ToolResult(True, "ok")
+        return ToolResult(True, json.dumps({"n": self.n}))
+
+    def state_diff(self):
+        return {}
+
+
+def test_probes_turn_a_write_into_a_state_diff():
+    async def run(writes: int) -> dict:
+        box = ProbedToolbox(_FakeEpisode(), [{"tool": "read", "arguments": {}}], read_tools=["read"])
+        await box.start()
+        await box.call_tool("read", {})
+        for _ in range(writes):
+            await box.call_tool("bump", {})
+        return box.state_diff()
+
+    assert anyio.run(run, 0) == {}
+    diff = anyio.run(run, 2)
+    assert diff == {"probe:read/p0": {"before": {"output": canonical('{"n": 0}')}, "after": {"output": '{"n": 2}'}}}
+
+
+# ---- the whole path on real servers -----------------------------------------------------------------------
+
+
+def _gold_scores(tasks):
+    from toolkit.agent.loop import RolloutConfig, rollout
+    from toolkit.agent.policies import GoldPolicy
+    from toolkit.rewards.rubric import RubricReward
+
+    trajs = rollout(tasks, GoldPolicy(), RolloutConfig(max_concurrent_episodes=2))
+    return [r.score for r in RubricReward().batch(tasks, trajs)], trajs
+
+
+@pytest.mark.integration
+def test_helpdesk_over_stdio_reads_replay_and_gold_gets_full_marks():
+    from toolkit.synth.own_server import synthesize
+
+    recipe = demo_servers.recipe("helpdesk")
+    result = synthesize([recipe], n=14, n_eval=4, seed=3, writes=False, max_seconds=30)
+    report = result.summary["servers"]["helpdesk"]
+    tasks = result.train + result.eval
+    assert report["kept"] == len(tasks) >= 14
+    kinds = {t.metadata["kind"] for t in tasks}
+    assert {"lookup", "aggregate", "chain"} <= kinds
+    assert report["explored"]["calls"] > 10 and "delete_ticket" in report["explored"]["writes"]
+    for t in tasks:  # every task carries the start recipe: open_episode(task) needs nothing else
+        assert t.metadata["own_server"]["recipes"] == [recipe.to_dict()]
+        assert t.rubric and (t.answers or t.metadata["kind"] == "abstain")
+    scores, trajs = _gold_scores(tasks)
+    assert scores == [1.0] * len(tasks), [(t.id, t.metadata) for t, s in zip(trajs, scores) if s < 1]
+
+
+@pytest.mark.integration
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+@pytest.mark.skipif(not NPM_MEMORY.exists(), reason="npm server-memory missing from .cache/npm: run `make setup`")
+def test_memory_writes_are_checked_by_a_read_on_a_fresh_server(tmp_path):
+    from toolkit.synth.own_server import synthesize
+
+    demo_servers.seed_memory(tmp_path / "seed")
+    recipe = demo_servers.recipe("memory", tmp_path / "seed")
+    result = synthesize([recipe], n=20, n_eval=0, seed=0, max_seconds=30)
+    tasks = result.train
+    writes = [t for t in tasks if t.metadata["kind"] == "write"]
+    assert len(tasks) >= 20 and writes
+    for t in writes:
+        state = [i.check for i in t.rubric if i.check["type"] == "state"]
+        assert state and state[0]["collection"].startswith("probe:") and t.metadata["own_server"]["probes"]
+    scores, _ = _gold_scores(tasks)
+    assert scores == [1.0] * len(tasks)
+    # a policy that answers but skips the write loses the state item: the probe saw no change
+    from toolkit.agent.loop import rollout
+    from toolkit.agent.policies import GoldPolicy
+    from toolkit.rewards.rubric import RubricReward
+
+    lazy = [type(t).from_dict({**t.to_dict(), "gold": []}) for t in writes]
+    trajs = rollout(lazy, GoldPolicy())
+    assert all(r.score < 1.0 for r in RubricReward().batch(writes, trajs))
+    # the seed is copied per episode: the original memory file is untouched
+    assert (tmp_path / "seed" / "memory.jsonl").read_text().count("\n") == 16
+
+
+# ---- bad servers ---------------------------------------------------------------------------------------
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    stat = Path(f"/proc/{pid}/stat")
+    return not (stat.exists() and stat.read_text().split(")")[-1].split()[0] == "Z")
+
+
+def _bad(tmp_path: Path, *args: str, startup: float | None = None) -> ServerRecipe:
+    return ServerRecipe("bad", command=[sys.executable, str(BAD_SERVER), *args],
+                        env={"BAD_SERVER_PIDS": str(tmp_path / "pids")}, startup_timeout=startup)  # fmt: skip
+
+
+def _pids(tmp_path: Path) -> list[int]:
+    f = tmp_path / "pids"
+    return [int(x) for x in f.read_text().split()] if f.exists() else []
+
+
+@pytest.mark.integration
+def test_errors_huge_outputs_and_a_hung_call_are_bounded_and_leave_no_process(tmp_path):
+    from toolkit.synth.own_server import synthesize
+
+    t0 = time.perf_counter()
+    result = synthesize([_bad(tmp_path)], n=5, n_eval=0, timeout=3, max_seconds=30, writes=False)
+    took = time.perf_counter() - t0
+    report = result.summary["servers"]["bad"]
+    explored = report["explored"]
+    assert explored["errors"] >= 2  # get_item's error answers and dump_log's 300 KB output
+    assert explored["stopped"].startswith("server failed") and "get_report" in explored["stopped"]
+    assert took < 90
+    # list_items still gave tasks, and they replayed on fresh servers
+    assert report["kept"] >= 1 and all(t.metadata["needed_tools"] == ["list_items"] for t in result.train if t.gold)
+    time.sleep(0.5)
+    assert _pids(tmp_path) and not [p for p in _pids(tmp_path) if _alive(p)]
+
+
+@pytest.mark.integration
+def test_a_server_that_never_answers_or_cannot_start_is_reported(tmp_path):
+    from toolkit.synth.own_server import synthesize
+
+    t0 = time.perf_counter()
+    missing = ServerRecipe("missing", command=["/no/such/mcp-server"])
+    result = synthesize([_bad(tmp_path, "init", startup=3), missing], n=4, n_eval=0)
+    assert time.perf_counter() - t0 < 60
+    servers = result.summary["servers"]
+    assert "handshake" in servers["bad"]["failed"] and "bad" in servers["bad"]["failed"]
+    assert "not found" in servers["missing"]["failed"]
+    assert result.train == [] and result.eval == []
+    time.sleep(0.5)
+    assert _pids(tmp_path) and not [p for p in _pids(tmp_path) if _alive(p)]
+
+
+def test_cli_rejects_a_bad_server_option(tmp_path):
+    out = subprocess.run(
+        [sys.executable, "-c", "import sys; from toolkit.cli import main; sys.exit(main())", "synth", "--server", "no-equals",
+         "--out", str(tmp_path)],
+        capture_output=True, text=True, cwd=REPO_ROOT, env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+    )  # fmt: skip
+    assert out.returncode == 2 and "NAME=COMMAND or NAME=URL" in out.stderr
+    assert not (tmp_path / "train.jsonl").exists()
