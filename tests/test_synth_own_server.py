@@ -55,7 +55,10 @@ def test_parse_output_json_python_literal_listing_key_values_lines():
         {"type": "DIR", "name": "docs"},
     ]
     log = "Commit: 'abc'\nMessage: 'first\\n'\n\nCommit: 'def'\nMessage: 'second'\n"
-    assert parse_output(log) == [{"Commit": "abc", "Message": "first"}, {"Commit": "def", "Message": "second"}]
+    assert parse_output(log) == [
+        {"Commit": "abc", "Message": "first"},
+        {"Commit": "def", "Message": "second"},
+    ]
     assert parse_output("buy milk\ncall Sam\n") == ["buy milk", "call Sam"]
     # structured content that only wraps the text is parsed as the text
     assert parse_output("ignored", {"content": "[DIR] x"}) == [{"type": "DIR", "name": "x"}]
@@ -109,7 +112,9 @@ def test_probes_turn_a_write_into_a_state_diff():
 
     assert anyio.run(run, 0) == {}
     diff = anyio.run(run, 2)
-    assert diff == {"probe:read/p0": {"before": {"output": canonical('{"n": 0}')}, "after": {"output": '{"n": 2}'}}}
+    assert diff == {
+        "probe:read/p0": {"before": {"output": canonical('{"n": 0}')}, "after": {"output": '{"n": 2}'}}
+    }
 
 
 # ---- the whole path on real servers -----------------------------------------------------------------------
@@ -140,12 +145,14 @@ def test_helpdesk_over_stdio_reads_replay_and_gold_gets_full_marks():
         assert t.metadata["own_server"]["recipes"] == [recipe.to_dict()]
         assert t.rubric and (t.answers or t.metadata["kind"] == "abstain")
     scores, trajs = _gold_scores(tasks)
-    assert scores == [1.0] * len(tasks), [(t.id, t.metadata) for t, s in zip(trajs, scores) if s < 1]
+    assert scores == [1.0] * len(tasks), [(t.task_id, s) for t, s in zip(trajs, scores, strict=True) if s < 1]
 
 
 @pytest.mark.integration
 @pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
-@pytest.mark.skipif(not NPM_MEMORY.exists(), reason="npm server-memory missing from .cache/npm: run `make setup`")
+@pytest.mark.skipif(
+    not NPM_MEMORY.exists(), reason="npm server-memory missing from .cache/npm: run `make setup`"
+)
 def test_memory_writes_are_checked_by_a_read_on_a_fresh_server(tmp_path):
     from toolkit.synth.own_server import synthesize
 
@@ -207,7 +214,9 @@ def test_errors_huge_outputs_and_a_hung_call_are_bounded_and_leave_no_process(tm
     assert explored["stopped"].startswith("server failed") and "get_report" in explored["stopped"]
     assert took < 90
     # list_items still gave tasks, and they replayed on fresh servers
-    assert report["kept"] >= 1 and all(t.metadata["needed_tools"] == ["list_items"] for t in result.train if t.gold)
+    assert report["kept"] >= 1 and all(
+        t.metadata["needed_tools"] == ["list_items"] for t in result.train if t.gold
+    )
     time.sleep(0.5)
     assert _pids(tmp_path) and not [p for p in _pids(tmp_path) if _alive(p)]
 

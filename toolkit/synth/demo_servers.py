@@ -19,8 +19,11 @@ import sys
 from pathlib import Path
 
 from toolkit.envs.recipe import ServerRecipe
+from toolkit.paths import REPO_ROOT
 
-NPM_DIR = Path(os.environ.get("MCP_RL_NPM_DIR", ".cache/npm/node_modules")) / "@modelcontextprotocol"
+NPM_DIR = (
+    Path(os.environ.get("MCP_RL_NPM_DIR", REPO_ROOT / ".cache/npm/node_modules")) / "@modelcontextprotocol"
+)
 SERVER_VENV = Path(os.environ.get("MCP_RL_SERVER_VENV", "/tmp/srv"))
 NAMES = ("memory", "filesystem", "git", "sqlite", "helpdesk")
 
