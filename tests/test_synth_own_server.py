@@ -245,3 +245,83 @@ def test_cli_rejects_a_bad_server_option(tmp_path):
     )  # fmt: skip
     assert out.returncode == 2 and "NAME=COMMAND or NAME=URL" in out.stderr
     assert not (tmp_path / "train.jsonl").exists()
+
+
+@pytest.mark.integration
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+@pytest.mark.skipif(
+    not NPM_MEMORY.exists(), reason="npm server-memory missing from .cache/npm: run `make setup`"
+)
+def test_grpo_trains_on_tasks_for_an_own_server(tmp_path, monkeypatch):
+    """One GRPO step of the tiny model on server-memory tasks: the trainer's episodes start the server
+    from the task set alone (an episode whose server did not start would end with stop reason error)."""
+    from toolkit.records import write_jsonl
+    from toolkit.synth.own_server import synthesize
+    from toolkit.train.config import recipe_from_dict
+    from toolkit.train.pipeline import run_recipe
+
+    monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
+    demo_servers.seed_memory(tmp_path / "seed")
+    result = synthesize([demo_servers.recipe("memory", tmp_path / "seed")], n=4, n_eval=0, max_seconds=20)
+    write_jsonl(tmp_path / "train.jsonl", result.train)
+    recipe = {
+        "model": "tiny-random",
+        "reward": "rubric",
+        "tasks": str(tmp_path / "train.jsonl"),
+        "sft": None,
+        "lora": {"r": 4, "lora_alpha": 8, "target_modules": "all-linear"},
+        "rollout": {"max_turns": 1, "max_new_tokens": 6, "max_context_tokens": 2048, "temperature": 1.0},
+        "grpo": {
+            "num_generations": 2,
+            "per_device_train_batch_size": 2,
+            "max_steps": 1,
+            "learning_rate": 1e-3,
+        },
+    }
+    summary = run_recipe(recipe_from_dict(recipe, "own"), tmp_path / "run")
+    assert summary["grpo_steps"] == 1
+    rollouts = [
+        json.loads(x) for x in (tmp_path / "run" / "grpo" / "rollouts.jsonl").read_text().splitlines()
+    ]
+    ids = {t.id for t in result.train}
+    assert rollouts and all(r["task_id"] in ids and r["stop_reason"] != "error" for r in rollouts)
+
+
+class _FakeTeacher:
+    """An OpenAI-compatible client stand-in: proposes one good and one bad call, rewrites prompts."""
+
+    def __init__(self):
+        self.chat = self
+        self.completions = self
+        self.asked: list[str] = []
+
+    def create(self, model, messages, **kw):
+        from types import SimpleNamespace
+
+        system, user = messages[0]["content"], messages[1]["content"]
+        self.asked.append(system)
+        if system.startswith("You help test"):
+            tools = {t["name"] for t in json.loads(user)}
+            assert "view_ticket" in tools and "delete_ticket" not in tools  # reads only
+            text = json.dumps([{"tool": "view_ticket", "arguments": {"ticket_id": "t-1005"}},
+                               {"tool": "delete_ticket", "arguments": {"ticket_id": "t-1001"}}])  # fmt: skip
+        else:
+            text = user.replace("In the results of", "Looking at")
+        return SimpleNamespace(choices=[SimpleNamespace(message=SimpleNamespace(content=text))])
+
+
+@pytest.mark.integration
+def test_a_teacher_proposes_calls_to_explore_and_phrases_prompts_without_changing_answers():
+    from toolkit.synth.own_server import synthesize
+
+    teacher = _FakeTeacher()
+    result = synthesize([demo_servers.recipe("helpdesk")], n=8, n_eval=0, seed=1, writes=False,
+                        max_calls=40, max_seconds=20, teacher=(teacher, "fake"))  # fmt: skip
+    note = result.summary["servers"]["helpdesk"]["teacher"]
+    assert note["proposals"] == "1 proposed calls, 1 rejected (not a read tool)"
+    phrased = [t for t in result.train if "templated_prompt" in t.metadata]
+    assert note["phrased"] == len(phrased) > 0
+    for t in phrased:
+        assert t.prompt == t.metadata["templated_prompt"].replace("In the results of", "Looking at")
+    scores, _ = _gold_scores(result.train)
+    assert scores == [1.0] * len(result.train)

@@ -85,6 +85,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     own.add_argument("--max-explore-seconds", type=float, default=120.0, help="exploration time per server")
     own.add_argument("--call-timeout", type=float, default=30.0, help="seconds per call and per server start")
     own.add_argument("--no-writes", action="store_true", help="no write tasks")
+    own.add_argument(
+        "--teacher-model",
+        default=None,
+        help="an OpenAI-compatible model that proposes calls to explore and phrases prompts (optional)",
+    )
+    own.add_argument("--teacher-base-url", default=None, help="its endpoint (default $OPENAI_BASE_URL)")
     p.add_argument("--json", action="store_true", help="graph: print JSON")
     p.add_argument("--bfcl", action="store_true", help="graph: include the BFCL servers")
     p.set_defaults(func=handle)

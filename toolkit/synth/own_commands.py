@@ -94,6 +94,11 @@ def generate_own(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"mcp-rl synth: {exc}", file=sys.stderr)
         return 2
+    teacher = None
+    if args.teacher_model:
+        from toolkit.synth.paraphrase import make_client
+
+        teacher = (make_client(args.teacher_base_url), args.teacher_model)
     out: Path = args.out
     for r in recipes:  # the task set keeps its own copy of the seed, so later edits cannot change it
         if r.seed is not None:
@@ -115,6 +120,7 @@ def generate_own(args: argparse.Namespace) -> int:
         max_seconds=args.max_explore_seconds,
         writes=not args.no_writes,
         timeout=args.call_timeout,
+        teacher=teacher,
     )
     write_jsonl(out / "train.jsonl", result.train)
     write_jsonl(out / "eval.jsonl", result.eval)
@@ -151,6 +157,10 @@ def format_report(summary: dict[str, Any]) -> str:
             lines.append("  dropped: " + ", ".join(f"{k} {v}" for k, v in r["dropped"].items()))
         if e.get("uncallable"):
             lines.append("  never called: " + ", ".join(f"{k} ({v})" for k, v in e["uncallable"].items()))
+        if r.get("teacher"):
+            lines.append(
+                f"  teacher: {r['teacher'].get('proposals', '')}; {r['teacher'].get('phrased', 0)} prompts phrased"
+            )
         if r.get("writes_skipped"):
             lines.append(f"  writes: {r['writes_skipped']}")
         lines.append("  seconds: " + ", ".join(f"{k} {v}" for k, v in r["seconds"].items()))

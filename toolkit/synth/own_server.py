@@ -28,8 +28,9 @@ from typing import Any
 from toolkit.envs.recipe import OWN_KEY, ServerRecipe, scratch_servers
 from toolkit.records import GoldCall, Task
 from toolkit.synth.base import Draft
-from toolkit.synth.explore import Exploration, explore, get_path
+from toolkit.synth.explore import Exploration, classify, explore, get_path
 from toolkit.synth.own_tasks import compute, outputs_of, read_drafts
+from toolkit.synth.own_teacher import phrase, propose_calls
 from toolkit.synth.own_writes import write_drafts
 from toolkit.synth.replay import state_check_passes, values_match
 from toolkit.synth.rubric import build_rubric
@@ -176,13 +177,22 @@ async def server_tasks(
     max_seconds: float = 120.0,
     writes: bool = True,
     timeout: float = 30.0,
+    teacher: tuple[Any, str] | None = None,
     log: Callable[[str], None] = lambda s: None,
 ) -> tuple[list[Task], dict[str, Any]]:
-    """Explore one server, make and replay-validate up to ``target`` tasks; (tasks, report)."""
+    """Explore one server, make and replay-validate up to ``target`` tasks; (tasks, report).
+    ``teacher``: (an OpenAI-compatible client, model) proposing calls and phrasing prompts."""
     t0 = time.perf_counter()
-    examples = examples or {}
+    examples = {k: list(v) for k, v in (examples or {}).items()}
+    teacher_note: dict[str, Any] = {}
     async with AsyncExitStack() as stack:
         boxes = [await stack.enter_async_context(fresh_box(recipe, timeout)) for _ in range(2)]
+        if teacher is not None:
+            specs = await boxes[0].list_tools()
+            reads = [s for s in specs if classify(s, (overrides or {}).get(s.name))[0] == "read"]
+            proposed, teacher_note["proposals"] = propose_calls(teacher[0], teacher[1], reads)
+            for tool, arg_sets in proposed.items():
+                examples.setdefault(tool, []).extend(arg_sets)
         exp = await explore(recipe.name, boxes, overrides=overrides, examples=examples,
                             max_calls=max_calls, max_seconds=max_seconds)  # fmt: skip
     log(f"{recipe.name}: explored {len(exp.observations)} calls in {exp.seconds:.1f}s ({exp.stopped})")
@@ -226,6 +236,9 @@ async def server_tasks(
             "total": round(time.perf_counter() - t0, 1),
         },
     }
+    if teacher is not None:
+        teacher_note["phrased"] = phrase(kept, teacher[0], teacher[1])
+        report["teacher"] = teacher_note
     if not recipe.fresh:
         report["writes_skipped"] = "a URL server is shared, not fresh per episode: no write tasks"
     log(f"{recipe.name}: kept {len(kept)} of {len(tasks)} candidates in {report['seconds']['total']}s")
@@ -254,7 +267,7 @@ def synthesize(
     **options: Any,
 ) -> OwnResult:
     """Train and eval tasks over ``recipes`` (an equal share per server); ``options`` go to
-    ``server_tasks`` (overrides, examples, max_calls, max_seconds, writes, timeout)."""
+    ``server_tasks`` (overrides, examples, max_calls, max_seconds, writes, timeout, teacher)."""
     import anyio
 
     if len({r.name for r in recipes}) != len(recipes):
