@@ -251,6 +251,8 @@ else:
     own = synthesize([recipe], n=12 if SMOKE else 60, n_eval=3 if SMOKE else 10, seed=SEED,
                      max_seconds=20 if SMOKE else 120, log=print)  # fmt: skip
     rep = own.summary["servers"]["memory"]
+    if rep.get("failed"):
+        raise RuntimeError(f"server-memory: {rep['failed']}")
     print("tools:", rep["explored"]["why"])
     print("made:", rep["made"], "kept:", rep["kept_by_kind"], "dropped:", rep["dropped"])
     for t in own.train[:6]:

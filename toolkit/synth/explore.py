@@ -292,7 +292,8 @@ def _scalar_candidates(
                 continue  # a line of text: only short ones make sensible search terms
             if sql:
                 src = obs_by_id[pv.obs]
-                if "table" in src.tool and pv.key in ("name", "table_name", "table"):
+                # table names come from a listing: a *table* tool called without arguments
+                if "table" in src.tool and not src.args and pv.key in ("name", "table_name", "table"):
                     scored.append((3, f"SELECT * FROM {pv.value}", (pv.obs, pv.path)))
                 continue
             score = _match_score(param, pv.key)
@@ -446,11 +447,19 @@ async def explore(
     return exp
 
 
+_ERROR_TEXT = re.compile(r"^\W*(error\b|[\w ]{0,30}\berror:|exception\b|traceback\b)", re.I)
+
+
+def _error_text(text: str) -> bool:
+    """An error some servers send as a normal result ("Database error: no such table")."""
+    return len(text) < 2000 and bool(_ERROR_TEXT.match(text))
+
+
 async def _observe(i: int, tool: str, args: dict[str, Any], boxes: Sequence[Any]) -> Observation:
     results = [await box.call_tool(tool, dict(args)) for box in boxes]
     first = results[0]
-    if not all(r.ok for r in results):
-        bad = next(r for r in results if not r.ok)
+    if not all(r.ok and not _error_text(r.text) for r in results):
+        bad = next(r for r in results if not r.ok or _error_text(r.text))
         return Observation(i, tool, args, False, bad.text[:500], error=bad.text[:200])
     if any(len(r.text) > MAX_OUTPUT_CHARS for r in results):
         return Observation(

@@ -268,7 +268,7 @@ def synthesize(
 ) -> OwnResult:
     """Train and eval tasks over ``recipes`` (an equal share per server); ``options`` go to
     ``server_tasks`` (overrides, examples, max_calls, max_seconds, writes, timeout, teacher)."""
-    import anyio
+    from toolkit.aio import run_sync
 
     if len({r.name for r in recipes}) != len(recipes):
         raise ValueError("two --server options have the same name")
@@ -279,7 +279,7 @@ def synthesize(
     for recipe in recipes:
         t0 = time.perf_counter()
         try:
-            got, report = anyio.run(lambda r=recipe: server_tasks(r, per_server, rng, log=log, **options))
+            got, report = run_sync(server_tasks(recipe, per_server, rng, log=log, **options))
         except Exception as exc:  # noqa: BLE001 (a server that cannot start is reported; the others go on)
             reason = f"{type(exc).__name__}: {exc}"[:400]
             log(f"{recipe.name}: failed: {reason}")

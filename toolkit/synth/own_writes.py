@@ -17,11 +17,11 @@ from typing import Any
 
 from toolkit.envs.recipe import canonical
 from toolkit.synth.base import Draft, Step, dress
-from toolkit.synth.explore import Exploration, _match_score, _scalar_candidates, name_tokens
+from toolkit.synth.explore import Exploration, _match_score, _scalar_candidates, leaves, name_tokens
 from toolkit.synth.own_tasks import fmt, human
 
 MAX_PROBE_CHARS = 4000
-MAX_PROBES = 8
+MAX_PROBES = 12
 _FRESH_WORDS = ("alpha", "bravo", "cedar", "delta", "ember", "fjord", "garnet", "harbor")
 
 
@@ -116,7 +116,8 @@ def probe_candidates(tool_args: dict[str, Any], exp: Exploration) -> list[dict[s
         if o.ok and len(o.text) <= MAX_PROBE_CHARS and o.args:
             if {json.dumps(v, sort_keys=True) for v in _flat_values(o.args)} & values:
                 out.append({"tool": o.tool, "arguments": dict(o.args)})
-    small = sorted((o for o in exp.observations if o.ok and o.stable and len(o.text) <= MAX_PROBE_CHARS),
+    small = sorted((o for o in exp.observations if o.ok and o.stable and len(o.text) <= MAX_PROBE_CHARS
+                    and any(True for _ in leaves(o.data))),  # an empty answer ("[]") shows nothing
                    key=lambda o: len(o.text))  # fmt: skip
     out += [{"tool": o.tool, "arguments": dict(o.args)} for o in small]  # any small read may show it
     unique, seen = [], set()
