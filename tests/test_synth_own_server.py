@@ -325,3 +325,36 @@ def test_a_teacher_proposes_calls_to_explore_and_phrases_prompts_without_changin
         assert t.prompt == t.metadata["templated_prompt"].replace("In the results of", "Looking at")
     scores, _ = _gold_scores(result.train)
     assert scores == [1.0] * len(result.train)
+
+
+@pytest.mark.integration
+def test_a_url_server_gets_read_tasks_only_and_they_replay(tmp_path):
+    """NAME=URL: the server is shared, not fresh per episode, so no writes; reads replay as usual."""
+    import socket
+
+    from toolkit.synth.own_server import synthesize
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-m", "toolkit.envs.serve", "helpdesk", "--transport", "http",
+                             "--port", str(port)], cwd=REPO_ROOT, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, env={**os.environ, "PYTHONPATH": str(REPO_ROOT)})  # fmt: skip
+    try:
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        recipe = parse_server(f"hd=http://127.0.0.1:{port}/mcp")
+        result = synthesize([recipe], n=8, n_eval=0, seed=2, max_calls=40, max_seconds=20)
+        report = result.summary["servers"]["hd"]
+        assert "no write tasks" in report["writes_skipped"] and report["made"]["write"] == 0
+        assert len(result.train) == 8 and all(t.metadata["kind"] != "write" for t in result.train)
+        scores, _ = _gold_scores(result.train)
+        assert scores == [1.0] * 8
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
