@@ -480,10 +480,9 @@ def _add_to_pool(pool: list[PoolValue], obs: Observation) -> None:
     for path, value in obs.stable_leaves():
         if isinstance(value, bool) or value is None:
             continue
+        # the nearest dict key: a field's name, or for an item of a list of scalars the list's ("tags");
+        # "" for a top-level list of lines
         key = next((str(s) for s in reversed(path) if isinstance(s, str)), "")
-        if isinstance(path[-1:][0] if path else None, int) and path and len(path) >= 2:
-            # an item of a list of scalars: keyed by the list's name ("tags", "names")
-            key = str(path[-2]) if isinstance(path[-2], str) else key
         if (value, key) in seen:
             continue
         seen.add((value, key))

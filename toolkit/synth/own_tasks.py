@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from toolkit.synth.base import Answer, Draft, Step, dress
-from toolkit.synth.explore import Exploration, Observation, Path_, get_path, leaves, name_tokens, parse_output
+from toolkit.synth.explore import Exploration, Observation, Path_, get_path, name_tokens, parse_output
 
 KINDS = ("lookup", "chain", "aggregate", "write", "abstain")
 _ID_KEYS = ("name", "id", "title", "subject", "key", "path", "slug", "email", "filename")
@@ -378,7 +378,3 @@ def read_drafts(exp: Exploration, rng: random.Random) -> dict[str, list[Draft]]:
 
 def outputs_of(results: Sequence[Any]) -> list[Any]:
     return [parse_output(r.text, r.structured) for r in results]
-
-
-def leaf_count(data: Any) -> int:
-    return sum(1 for _ in leaves(data))
