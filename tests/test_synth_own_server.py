@@ -8,6 +8,7 @@ from the rubric reward. Then servers that do not start, hang, answer errors or f
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -133,9 +134,10 @@ def _gold_scores(tasks):
 def test_helpdesk_over_stdio_reads_replay_and_gold_gets_full_marks():
     from toolkit.synth.own_server import synthesize
 
-    recipe = demo_servers.recipe("helpdesk")
+    # named unlike the kit's helpdesk, so only the task set's recipe can answer for it
+    recipe = dataclasses.replace(demo_servers.recipe("helpdesk"), name="hd-stdio")
     result = synthesize([recipe], n=14, n_eval=4, seed=3, writes=False, max_seconds=30)
-    report = result.summary["servers"]["helpdesk"]
+    report = result.summary["servers"]["hd-stdio"]
     tasks = result.train + result.eval
     assert report["kept"] == len(tasks) >= 14
     kinds = {t.metadata["kind"] for t in tasks}
@@ -315,9 +317,10 @@ def test_a_teacher_proposes_calls_to_explore_and_phrases_prompts_without_changin
     from toolkit.synth.own_server import synthesize
 
     teacher = _FakeTeacher()
-    result = synthesize([demo_servers.recipe("helpdesk")], n=8, n_eval=0, seed=1, writes=False,
+    recipe = dataclasses.replace(demo_servers.recipe("helpdesk"), name="hd-stdio")
+    result = synthesize([recipe], n=8, n_eval=0, seed=1, writes=False,
                         max_calls=40, max_seconds=20, teacher=(teacher, "fake"))  # fmt: skip
-    note = result.summary["servers"]["helpdesk"]["teacher"]
+    note = result.summary["servers"]["hd-stdio"]["teacher"]
     assert note["proposals"] == "1 proposed calls, 1 rejected (not a read tool)"
     phrased = [t for t in result.train if "templated_prompt" in t.metadata]
     assert note["phrased"] == len(phrased) > 0
