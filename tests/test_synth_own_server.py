@@ -361,3 +361,48 @@ def test_a_url_server_gets_read_tasks_only_and_they_replay(tmp_path):
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+def test_cli_options_reach_the_right_server(tmp_path):
+    import argparse
+
+    from toolkit.synth.own_commands import build_recipes
+
+    seed = tmp_path / "seed"
+    seed.mkdir()
+
+    def ns(**kw):
+        base = dict(server=[], env=[], cwd=[], seed_dir=[])
+        return argparse.Namespace(**{**base, **kw})
+
+    a, b = build_recipes(ns(server=["a=srv-a --x", "b=srv-b"], env=["K=1", "b:ONLY=2", "U=http://h:1"],
+                            seed_dir=[f"a:{seed}"], cwd=["b:/work"]))  # fmt: skip
+    assert a.env == {"K": "1", "U": "http://h:1"} and b.env == {"K": "1", "ONLY": "2", "U": "http://h:1"}
+    assert a.seed == str(seed.resolve()) and b.seed is None and a.cwd is None and b.cwd == "/work"
+    with pytest.raises(ValueError, match="same"):
+        build_recipes(ns(server=["a=x", "a=y"]))
+    with pytest.raises(ValueError, match="not a folder"):
+        build_recipes(ns(server=["a=x"], seed_dir=[str(tmp_path / "missing")]))
+    with pytest.raises(ValueError, match="URL"):
+        build_recipes(ns(server=["a=http://127.0.0.1:1/mcp"], env=["K=1"]))
+
+
+SQLITE = demo_servers.SERVER_VENV / "bin" / "mcp-server-sqlite"
+
+
+@pytest.mark.integration
+@pytest.mark.skipif(not SQLITE.exists(), reason=f"{SQLITE} missing: mcp-server-sqlite needs a venv with mcp<2 "
+                    "(docs/own-server.md; set MCP_RL_SERVER_VENV)")  # fmt: skip
+def test_sqlite_reads_through_select_and_writes_from_examples(tmp_path):
+    from toolkit.synth.own_server import synthesize
+
+    demo_servers.seed_sqlite(tmp_path / "seed")
+    examples = {"write_query": [{"query": "UPDATE products SET stock = 0 WHERE id = 3"}]}
+    result = synthesize([demo_servers.recipe("sqlite", tmp_path / "seed")], n=12, n_eval=0, examples=examples,
+                        max_seconds=30)  # fmt: skip
+    report = result.summary["servers"]["sqlite"]
+    assert report["explored"]["why"]["write_query"] == "name ('write')"  # no annotations: names decide
+    assert any(t.gold and "SELECT * FROM" in str(t.gold[0].arguments) for t in result.train)
+    assert any(t.metadata["kind"] == "write" for t in result.train)
+    scores, _ = _gold_scores(result.train)
+    assert scores == [1.0] * len(result.train)
