@@ -215,3 +215,54 @@ write_jsonl(out / "eval.jsonl", result.eval)
 dataset = load_tasks_dataset(out / "train.jsonl")
 print(dataset)
 print(dataset[0]["prompt"])
+
+# %% [markdown]
+# ## 6. Your own MCP server
+#
+# Everything above is for the kit's own servers. For a server of yours, `mcp-rl synth --server
+# NAME=COMMAND` (or `NAME=URL`) does the same without templates (docs/own-server.md): it lists the tools
+# and sorts them into reads and writes (annotations, then names), calls the reads breadth first with
+# arguments from their schemas and from values seen in earlier outputs, each call on two fresh servers at
+# once (a value that differs between them, such as a timestamp, is never used), and makes lookups, chains,
+# aggregates, writes checked by a read afterwards, and abstentions from what came back. Every task is
+# replayed on fresh servers before it is kept, and records how to start the server, so `open_episode(task)`
+# (and `rollout`, `train`, `eval`) start it per episode in a fresh copy of the seed folder.
+#
+# Here: npm `@modelcontextprotocol/server-memory` (which the kit did not write) on a seeded memory file.
+
+# %%
+from toolkit.synth import demo_servers
+from toolkit.synth.own_server import synthesize
+
+why_not = demo_servers.available("memory")
+if why_not:
+    print(f"server-memory is not available here ({why_not}); `make setup` installs it")
+else:
+    if not (out / "seed-memory").exists():
+        demo_servers.seed_memory(out / "seed-memory")
+    recipe = demo_servers.recipe("memory", (out / "seed-memory").resolve())
+    own = synthesize([recipe], n=12 if SMOKE else 60, n_eval=3 if SMOKE else 10, seed=SEED,
+                     max_seconds=20 if SMOKE else 120, log=print)  # fmt: skip
+    rep = own.summary["servers"]["memory"]
+    if rep.get("failed"):
+        raise RuntimeError(f"server-memory: {rep['failed']}")
+    print("tools:", rep["explored"]["why"])
+    print("made:", rep["made"], "kept:", rep["kept_by_kind"], "dropped:", rep["dropped"])
+    for t in own.train[:6]:
+        print(f"[{t.metadata['kind']}] {t.prompt}\n    gold: {[(g.name, g.arguments) for g in t.gold]}"
+              f"\n    answers: {t.answers}  rubric items: {len(t.rubric)}")  # fmt: skip
+
+# %% [markdown]
+# A write task's rubric has a `state` item on a *probe*: a read the episode makes when it opens and
+# after every write. The gold policy must get full marks on every kind, writes included.
+
+# %%
+if not why_not:
+    writes = [t for t in own.train + own.eval if t.metadata["kind"] == "write"]
+    if writes:
+        print(writes[0].prompt, "->", [i.check for i in writes[0].rubric if i.check["type"] == "state"][0])
+    own_tasks = own.train + own.eval
+    own_scores = [r.score for r in RubricReward().batch(own_tasks, rollout(own_tasks, make_policy("gold")))]
+    print(f"own server, gold policy: mean rubric reward {sum(own_scores) / len(own_scores):.3f} "
+          f"over {len(own_scores)} tasks")  # fmt: skip
+    assert min(own_scores) == 1.0

@@ -22,7 +22,7 @@ from mcp.shared.exceptions import MCPError as McpError
 from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from toolkit.envs import registry
+from toolkit.envs import recipe, registry
 from toolkit.envs.state import WorldState, base_world
 from toolkit.toolbox import ToolResult, ToolSpec
 
@@ -263,9 +263,20 @@ async def open_episode(
         state: start from this world snapshot (a ``{collection: {key: record}}`` dict; never mutated).
         transport: "inprocess" (the SDK's direct in-memory dispatcher, the fast path) or "jsonrpc"
             (in-memory streams with full JSON-RPC framing and the initialize handshake).
-        external: external MCP servers (stdio command or URL) to add to the episode.
+        external: external MCP servers (stdio command or URL) to add to the episode. Without it, a
+            task made for the user's own server (``toolkit.envs.recipe``) starts that server itself.
         timeout: seconds allowed for every connect, list and call.
     """
+    if task is not None and external is None and task.metadata.get(recipe.OWN_KEY):
+        # A task set made for the user's own server: start it fresh, in a seeded scratch folder.
+        own = task.metadata[recipe.OWN_KEY]
+        recipes = [recipe.ServerRecipe.from_dict(r) for r in own.get("recipes", [])]
+        async with recipe.scratch_servers(recipes) as ext:
+            async with open_episode(task, servers=servers, external=ext, timeout=timeout) as episode:
+                probed = recipe.ProbedToolbox(episode, own.get("probes", []), own.get("read_tools", []))
+                await probed.start()
+                yield probed  # type: ignore[misc]
+        return
     names = (
         servers
         if servers is not None

@@ -6,6 +6,11 @@ mcp-rl synth --preset long --n 100 --out runs/tasks-long         Scale-like task
 mcp-rl synth --servers all --n 500 --out runs/tasks-all           every registered server, not only the core 11
 mcp-rl synth --preset prove --n 300 --out runs/tasks-prove          PROVE's mix (docs/prove.md)
 mcp-rl synth graph [--server helpdesk] [--json]                   the dependency graph
+
+Your own MCP server (docs/own-server.md): tasks from what it returns, validated by replay on fresh servers
+mcp-rl synth --server memory='node server-memory/dist/index.js' --env MEMORY_FILE_PATH={scratch}/memory.jsonl \
+             --seed-dir my-memory/ --n 100 --out runs/tasks-memory
+mcp-rl synth --server api=http://127.0.0.1:8000/mcp --n 100 --out runs/tasks-api      streamable HTTP (no writes)
 """
 
 from __future__ import annotations
@@ -51,7 +56,41 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--paraphrase-base-url", default=None, help="OpenAI-compatible endpoint for --paraphrase-model"
     )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p.add_argument("--server", default=None, help="graph: only this server's tools")
+    p.add_argument(
+        "--server",
+        action="append",
+        default=None,
+        help="NAME=COMMAND (stdio) or NAME=URL (streamable HTTP): make tasks for this server (repeatable); "
+        "graph: NAME, only this kit server's tools",
+    )
+    own = p.add_argument_group("own server (--server NAME=...); [NAME:] limits an option to one server")
+    own.add_argument("--env", action="append", default=[], help="[NAME:]KEY=VALUE for the server process")
+    own.add_argument(
+        "--cwd", action="append", default=[], help="[NAME:]DIR working folder (default: scratch)"
+    )
+    own.add_argument(
+        "--seed-dir",
+        action="append",
+        default=[],
+        help="[NAME:]DIR copied into each episode's fresh scratch folder; {scratch} in the command and "
+        "--env is replaced by that folder's path",
+    )
+    own.add_argument("--read", action="append", default=[], help="TOOL: treat as read-only (explored)")
+    own.add_argument("--write", action="append", default=[], help="TOOL: treat as a write (not explored)")
+    own.add_argument("--skip", action="append", default=[], help="TOOL: never call or enable it")
+    own.add_argument(
+        "--example", action="append", default=[], help="TOOL=JSON example arguments (repeatable)"
+    )
+    own.add_argument("--max-explore-calls", type=int, default=300, help="exploration call budget per server")
+    own.add_argument("--max-explore-seconds", type=float, default=120.0, help="exploration time per server")
+    own.add_argument("--call-timeout", type=float, default=30.0, help="seconds per call and per server start")
+    own.add_argument("--no-writes", action="store_true", help="no write tasks")
+    own.add_argument(
+        "--teacher-model",
+        default=None,
+        help="an OpenAI-compatible model that proposes calls to explore and phrases prompts (optional)",
+    )
+    own.add_argument("--teacher-base-url", default=None, help="its endpoint (default $OPENAI_BASE_URL)")
     p.add_argument("--json", action="store_true", help="graph: print JSON")
     p.add_argument("--bfcl", action="store_true", help="graph: include the BFCL servers")
     p.set_defaults(func=handle)
@@ -65,7 +104,12 @@ def _preset_names() -> list[str]:
 
 def handle(args: argparse.Namespace) -> int:
     if args.action == "graph":
+        args.server = args.server[-1] if args.server else None
         return _graph(args)
+    if args.server:
+        from toolkit.synth.own_commands import generate_own
+
+        return generate_own(args)
     return _generate(args)
 
 

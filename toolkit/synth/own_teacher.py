@@ -1,0 +1,90 @@
+"""The optional teacher for own-server tasks: any OpenAI-compatible model (``--teacher-base-url``,
+``--teacher-model``).
+
+It does two things, neither of which it is trusted with:
+
+- ``propose_calls``: from the read tools' schemas it proposes argument sets to try. They join the
+  exploration as examples, so a task made from one is grounded in the output the server really gave and
+  replayed like every other task (a proposal the server rejects is only an error in the report).
+- ``phrase``: it rewrites a kept task's templated prompt as a person would ask it. The rewrite is kept
+  only when every quoted value and number of the prompt survives (``toolkit.synth.paraphrase``); the
+  gold calls, answers and rubric do not change, so the replay that validated the task still holds.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from toolkit.records import Task
+from toolkit.synth.paraphrase import paraphrase
+from toolkit.toolbox import ToolSpec, compact_schema
+
+PROPOSE = (
+    "You help test an MCP server. Below are its read-only tools as JSON. Propose up to {n} calls that a "
+    "user of this server would make, with realistic argument values, as a JSON list of objects "
+    '{{"tool": name, "arguments": {{...}}}}. Reply with the JSON list only.'
+)
+
+
+def _reply(client: Any, model: str, system: str, user: str, seed: int) -> str:
+    reply = client.chat.completions.create(
+        model=model,
+        messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
+        temperature=0,
+        seed=seed,
+        max_tokens=1500,
+    )
+    return (reply.choices[0].message.content or "").strip()
+
+
+def propose_calls(
+    client: Any, model: str, reads: Sequence[ToolSpec], n: int = 20, seed: int = 0
+) -> tuple[dict[str, list[dict[str, Any]]], str]:
+    """(tool -> proposed argument dicts, a note on what was rejected). Never raises for a bad reply."""
+    tools = [{"name": s.name, "description": s.description, "input_schema": compact_schema(s.input_schema)}
+             for s in reads]  # fmt: skip
+    try:
+        text = _reply(client, model, PROPOSE.format(n=n), json.dumps(tools, ensure_ascii=False), seed)
+    except Exception as exc:  # noqa: BLE001 (an unreachable teacher leaves exploration as it was)
+        return {}, f"teacher unavailable: {type(exc).__name__}"
+    match = re.search(r"\[.*\]", text, re.S)
+    try:
+        items = json.loads(match.group(0)) if match else None
+    except ValueError:
+        items = None
+    if not isinstance(items, list):
+        return {}, "teacher reply was not a JSON list"
+    names = {s.name for s in reads}
+    out: dict[str, list[dict[str, Any]]] = {}
+    rejected = 0
+    for item in items[:n]:
+        ok = (
+            isinstance(item, dict)
+            and item.get("tool") in names
+            and isinstance(item.get("arguments", {}), dict)
+        )
+        if not ok:
+            rejected += 1
+            continue
+        out.setdefault(item["tool"], []).append(dict(item.get("arguments", {})))
+    return out, f"{sum(map(len, out.values()))} proposed calls, {rejected} rejected (not a read tool)"
+
+
+def keep_strings(prompt: str) -> list[str]:
+    """What a rewrite must keep: quoted values and numbers."""
+    return re.findall(r'"([^"]+)"', prompt) + re.findall(r"\b\d+(?:\.\d+)?\b", prompt)
+
+
+def phrase(tasks: Sequence[Task], client: Any, model: str, seed: int = 0) -> int:
+    """Rewrite the prompts of ``tasks`` in place; returns how many rewrites were kept."""
+    kept = 0
+    for task in tasks:
+        new, ok = paraphrase(task.prompt, keep_strings(task.prompt), client, model, seed)
+        if ok and new != task.prompt:
+            task.metadata["templated_prompt"] = task.prompt
+            task.prompt = new
+            kept += 1
+    return kept
