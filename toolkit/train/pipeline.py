@@ -295,10 +295,12 @@ def run_recipe(
 
     ``backend``: ``auto`` | ``cpu`` | ``gpu`` | ``vllm`` (default: the recipe's; a recipe's ``vllm`` falls
     back to ``cpu`` where vLLM is not installed), or a backend object."""
-    from toolkit.train.config import check_recipe_types
+    from toolkit.train.config import check_recipe_types, schedule_warnings
     from toolkit.train.device import describe, detect_backend
 
     check_recipe_types(recipe)  # a bad value fails now, not after the warm start
+    for warning in schedule_warnings(recipe):
+        _log(f"warning: {warning}")
     out = Path(out_dir)
     if is_main_process():
         if not resume and (out / "recipe.json").exists():
@@ -353,7 +355,7 @@ def run_stages(
     from toolkit.train.callbacks import MetricsJsonlCallback
     from toolkit.train.config import ref_sync_settings
     from toolkit.train.grpo import build_grpo_trainer
-    from toolkit.train.sft import gold_trajectories, run_sft, sft_rows
+    from toolkit.train.sft import run_sft, warm_start_rows
 
     timings: dict[str, float] = {}
     summary: dict[str, Any] = {}
@@ -381,10 +383,16 @@ def run_stages(
     if recipe.sft is not None and not (resume and (sft_adapter / "adapter_config.json").exists()):
         t0 = time.time()
         n_examples = recipe.sft.get("max_examples") or len(tasks)
-        gold = gold_trajectories(tasks[:n_examples], loop)
         model, tokenizer, lora_config = backend.sft_model()
-        rows = sft_rows(gold, tokenizer, max_length=recipe.sft.get("max_length"))
-        _log(f"SFT warm start on {len(rows)} gold trajectories (of {n_examples} tasks)")
+        rows, fit = warm_start_rows(
+            tasks[:n_examples],
+            loop,
+            tokenizer,
+            max_length=recipe.sft.get("max_length"),
+            one_call_per_turn=bool(recipe.sft.get("one_call_per_turn")),
+        )
+        summary["sft_gold_fit"] = fit.to_dict()
+        _log(f"SFT warm start on {len(rows)} gold trajectories (of {n_examples} tasks); {fit.summary()}")
         sft_config = backend.sft_config(out / "sft", report_to)
         checkpoint = last_checkpoint(out / "sft") if resume else None  # SFT saves with sft.save_steps
         trainer = run_sft(
