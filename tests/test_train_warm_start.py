@@ -1,7 +1,8 @@
 """The SFT warm start fits the sampler (issue 31): its gold episodes are replayed token-level with the
 model's tokenizer, so tool outputs are cut by the same token budget as when the model samples; no gold
 turn is longer than the sampler's ``max_new_tokens``; with ``one_call_per_turn`` no turn holds two
-calls; and a schedule whose first step runs at learning rate 0 is named before the run."""
+calls; episodes that do not fit are counted per kind and, with ``sft.drop_unfit_gold``, dropped; and
+a schedule whose first step runs at learning rate 0 is named before the run."""
 
 from __future__ import annotations
 
@@ -89,13 +90,17 @@ def test_one_call_per_turn_and_turns_over_the_cap_are_dropped(tok):
     assert calls_per_turn == [2, 1]  # the two calls in one turn (the default, as before), then finish
     calls_per_turn = [len(m.get("tool_calls") or []) for m in split.messages if m["role"] == "assistant"]
     assert calls_per_turn == [1, 1, 1]
-    assert [len(ids) for ids in model_turns(split)][:2] == [len(ids) for ids in model_turns(split)][:2]
     # the two-call turn is longer than 40 tokens, each one-call turn is not: the first episode is dropped
+    assert len(model_turns(both)[0]) > loop.max_new_tokens >= max(len(ids) for ids in model_turns(split))
     kept, fit = fit_to_sampler([both, split], {"t": "aggregate"}, loop)
     assert kept == [split]
     counts = fit.to_dict()["kinds"]["aggregate"]
     assert counts["call_turns"] == 3 and counts["call_turns_over"] == 1 and counts["dropped"] == 1
-    # more generations in a user turn than the sampler's max_turns: dropped too
+    # without drop, the unfit episode is counted and kept (the default: recipes before issue 31)
+    kept, fit = fit_to_sampler([both, split], {"t": "aggregate"}, loop, drop=False)
+    assert kept == [both, split] and fit.total("unfit") == 1 and fit.total("dropped") == 0
+    assert "do not fit the sampler, kept" in fit.summary()
+    # more generations in a user turn than the sampler's max_turns: unfit too
     _, fit = fit_to_sampler([split], {"t": "aggregate"}, RolloutConfig(max_turns=2, max_new_tokens=64))
     assert fit.total("over_max_turns") == 1 and fit.total("dropped") == 1
 
@@ -110,9 +115,12 @@ def test_cpu_demo_warm_start_fits_the_sampler(tok, tmp_path: Path):
     recipe = cfg.load_recipe("cpu-demo")
     tasks = load_train_tasks(recipe, resolve_task_files(recipe, tmp_path)[0])
     loop = recipe.loop_config()
-    rows, fit = warm_start_rows(tasks, loop, tok, max_length=recipe.sft["max_length"], one_call_per_turn=True)
+    rows, fit = warm_start_rows(
+        tasks, loop, tok, max_length=recipe.sft["max_length"], one_call_per_turn=True, drop_unfit=True
+    )
     assert len(rows) >= 0.95 * len(tasks)
     assert fit.total("episodes") == len(tasks) and fit.total("dropped") == len(tasks) - len(rows)
+    assert fit.total("unfit") == fit.total("dropped") > 0  # a few answers run past 64 tokens
     for row in rows:
         for text in _assistant_turns(row, tok):
             assert len(tok(text, add_special_tokens=False)["input_ids"]) <= loop.max_new_tokens, text

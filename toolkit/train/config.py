@@ -12,7 +12,7 @@ A recipe has these sections (each documented, with its source, in the recipe fil
   and ``reward_config`` (its keyword options; keyed by reward name for a list)
 - ``lora``: ``peft.LoraConfig`` fields
 - ``sft``: ``None`` for no warm start, else ``trl.SFTConfig`` fields (+ ``max_examples``,
-  ``one_call_per_turn``)
+  ``one_call_per_turn``, ``drop_unfit_gold``)
 - ``rollout``: the agent loop's ``RolloutConfig`` fields (turns, tokens per turn, context budget,
   tool-output truncation, temperature) plus ``first_turn_only``
 - ``grpo``: ``trl.GRPOConfig`` fields, passed through unchanged (TRL documents each one)
@@ -301,8 +301,9 @@ def ref_sync_settings(recipe: Recipe) -> tuple[bool, int, float]:
 
 # ``sft`` keys the kit reads itself (not SFTConfig fields): the gold episodes of the first
 # ``max_examples`` training tasks; ``one_call_per_turn``: the gold replay gives every call its own
-# model turn (``toolkit.agent.policies.GoldPolicy``), so no gold turn holds two calls
-SFT_KIT_KEYS = ("max_examples", "one_call_per_turn")
+# model turn (``toolkit.agent.policies.GoldPolicy``), so no gold turn holds two calls;
+# ``drop_unfit_gold``: leave out gold episodes with a turn the sampler would cut (``toolkit.train.sft``)
+SFT_KIT_KEYS = ("max_examples", "one_call_per_turn", "drop_unfit_gold")
 
 
 def build_sft_config(

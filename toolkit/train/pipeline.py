@@ -390,6 +390,7 @@ def run_stages(
             tokenizer,
             max_length=recipe.sft.get("max_length"),
             one_call_per_turn=bool(recipe.sft.get("one_call_per_turn")),
+            drop_unfit=bool(recipe.sft.get("drop_unfit_gold")),
         )
         summary["sft_gold_fit"] = fit.to_dict()
         _log(f"SFT warm start on {len(rows)} gold trajectories (of {n_examples} tasks); {fit.summary()}")

@@ -9,8 +9,9 @@ The data are the gold policy's episodes through the same agent loop that GRPO an
 The replay is token-level with the model's tokenizer (``warm_start_rows``), so tool outputs are cut
 to the same ``max_tool_output_tokens`` tokens as when the model samples, and every gold turn is
 checked against the sampler's budgets: a turn longer than ``max_new_tokens``, or more generations in
-a user turn than ``max_turns``, is something the sampler would cut; such episodes are dropped and
-counted (``GoldFit``).
+a user turn than ``max_turns``, is something the sampler would cut. Such episodes are counted per task
+kind (``GoldFit``, logged and kept in the run's summary) and, with the recipe's
+``sft.drop_unfit_gold``, left out of the warm start.
 Each conversation is rendered with TRL's training variant of the tool template, whose
 ``{% generation %}`` markers give the assistant-token mask; the rows are handed to SFTTrainer
 already tokenized (``input_ids`` + ``assistant_masks``), so nested tool arguments never pass through
@@ -87,6 +88,7 @@ FIT_KEYS = (
     "finish_turns",
     "finish_turns_over",
     "over_max_turns",
+    "unfit",
     "dropped",
 )
 
@@ -96,7 +98,8 @@ class GoldFit:
     """How the gold episodes fit the sampler's budgets, per task kind: model turns that call tools
     (``call_turns``) and turns that answer (``finish_turns``), how many of each are longer than
     ``max_new_tokens`` (``*_over``), episodes needing more generations in a user turn than ``max_turns``
-    (``over_max_turns``) and the episodes dropped for either reason."""
+    (``over_max_turns``), the episodes that do not fit for either reason (``unfit``) and those of them
+    left out of the warm start (``dropped``)."""
 
     max_new_tokens: int
     max_turns: int
@@ -122,17 +125,21 @@ class GoldFit:
             for k, c in sorted(self.kinds.items())
             if c["call_turns_over"] or c["finish_turns_over"] or c["over_max_turns"]
         ]
-        dropped = self.total("dropped")
-        return f"{dropped} gold episodes dropped ({'; '.join(parts)})" if dropped else "every gold turn fits"
+        unfit, dropped = self.total("unfit"), self.total("dropped")
+        if not unfit:
+            return "every gold episode fits the sampler"
+        what = "dropped" if dropped else "kept (sft.drop_unfit_gold drops them)"
+        return f"{unfit} gold episodes do not fit the sampler, {what}: {'; '.join(parts)}"
 
 
 def fit_to_sampler(
-    trajs: Sequence[Trajectory], kinds: dict[str, str], loop_config: Any
+    trajs: Sequence[Trajectory], kinds: dict[str, str], loop_config: Any, *, drop: bool = True
 ) -> tuple[list[Trajectory], GoldFit]:
-    """The token-level gold episodes whose every model turn the sampler could generate (at most
-    ``loop_config.max_new_tokens`` tokens, at most ``max_turns`` generations per user turn), and the
-    count per kind (``kinds``: task id -> kind). Training on a turn the sampler cuts teaches the model
-    an answer it can never finish: when sampling, that turn ends the episode (stop reason length)."""
+    """Check token-level gold episodes against the sampler: can it generate every model turn (at most
+    ``loop_config.max_new_tokens`` tokens, at most ``max_turns`` generations per user turn)? Returns
+    the episodes to train on (without the unfit ones when ``drop``) and the count per kind (``kinds``:
+    task id -> kind). Training on a turn the sampler cuts teaches the model a turn it can never
+    finish: when sampling, that turn ends the episode (stop reason length)."""
     fit = GoldFit(loop_config.max_new_tokens, loop_config.max_turns)
     kept = []
     for traj in trajs:
@@ -153,9 +160,10 @@ def fit_to_sampler(
         too_many = max(_generations_per_user_turn(traj), default=0) > loop_config.max_turns
         counts["over_max_turns"] += too_many
         fits = not (counts["call_turns_over"] or counts["finish_turns_over"] or too_many)
-        counts["dropped"] += not fits
+        counts["unfit"] += not fits
+        counts["dropped"] += drop and not fits
         fit.add(kind, **counts)
-        if fits:
+        if fits or not drop:
             kept.append(traj)
     return kept, fit
 
@@ -214,11 +222,13 @@ def warm_start_rows(
     *,
     max_length: int | None = None,
     one_call_per_turn: bool = False,
+    drop_unfit: bool = False,
     open_episode: Any = None,
 ) -> tuple[list[dict], GoldFit]:
     """The SFT rows of the warm start: the tasks' gold episodes replayed token-level with the model's
-    tokenizer (tool outputs cut as when sampling), those the sampler could not generate dropped
-    (``fit_to_sampler``), then tokenized with the training template. Returns the rows and the fit."""
+    tokenizer (tool outputs cut as when sampling), checked against the sampler's budgets
+    (``fit_to_sampler``; with ``drop_unfit`` the episodes it could not generate are left out), then
+    tokenized with the training template. Returns the rows and the fit."""
     trajs = gold_trajectories(
         tasks,
         loop_config,
@@ -227,7 +237,7 @@ def warm_start_rows(
         open_episode=open_episode,
     )
     kinds = {t.id: str(t.metadata.get("kind") or "task") for t in tasks}
-    kept, fit = fit_to_sampler(trajs, kinds, loop_config)
+    kept, fit = fit_to_sampler(trajs, kinds, loop_config, drop=drop_unfit)
     return sft_rows(kept, tokenizer, max_length=max_length), fit
 
 
