@@ -10,7 +10,8 @@ with the SmolLM2-135M tokenizer and the recipe's rollout budgets; no model runs,
   tasks) in tokens, cut as before (no tokenizer: 4 characters a token, 512 characters) and as now (the
   model's tokenizer, 128 tokens, as when sampling);
 - prompts: tokens of the first prompt of the 200 dev tasks, per tool format (``json`` without
-  ``compact_schemas``, ``json`` with it: the cpu-demo recipe, ``compact``), and of the SFT rows.
+  ``compact_schemas``, ``json`` with it: the cpu-demo recipe, ``compact``, ``compact_args``), and of
+  the SFT rows.
 
     python -m bench.bench_warm_start [--out FILE.json]
 """
@@ -110,6 +111,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "json, full schemas": {"tool_format": "json", "compact_schemas": False},
         "json, compact_schemas (cpu-demo)": {"tool_format": "json", "compact_schemas": True},
         "compact": {"tool_format": "compact", "compact_schemas": True},
+        "compact_args": {"tool_format": "compact_args", "compact_schemas": True},
     }
     for label, settings in variants.items():
         variant = dataclasses.replace(loop, max_turns=1, temperature=0.0, **settings)

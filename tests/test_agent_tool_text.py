@@ -1,5 +1,5 @@
-"""``rollout.tool_format``: the tools described as the template's JSON schemas (``json``, the default)
-or one line per tool (``compact``). Each format names every tool and argument; the choice reaches the
+"""``rollout.tool_format``: the tools described as the template's JSON schemas (``json``, the default),
+one line per tool (``compact``) or that line and one per argument description (``compact_args``). Each format names every tool and argument; the choice reaches the
 sampled prompts and the SFT rows alike, which render the same system message."""
 
 from __future__ import annotations
@@ -59,6 +59,12 @@ def test_compact_signature_writes_each_argument_with_its_type():
         "finish(answer: string) - Call this when the request is complete, with your final answer to the user."
     )
     assert type_text({"type": ["string", "null"]}) == "string|null"
+    assert (
+        signature(NOTES_TOOLS[0], arg_descriptions=True) == "add(a: integer, b: integer) - Add two integers."
+    )
+    assert signature(FINISH_SPEC, arg_descriptions=True).endswith(
+        "user.\n  answer: The final answer to the user."
+    )
 
 
 def _cpu_demo_specs() -> list[ToolSpec]:
@@ -86,7 +92,7 @@ def _cpu_demo_specs() -> list[ToolSpec]:
     return [*specs.values(), FINISH_SPEC]
 
 
-@pytest.mark.parametrize("tool_format", ["json", "compact"])
+@pytest.mark.parametrize("tool_format", ["json", "compact", "compact_args"])
 def test_each_format_renders_every_tool_and_argument_name(tok, tool_format):
     specs = [*_cpu_demo_specs(), ODD, *NOTES_TOOLS]
     assert len(specs) > 20
@@ -95,13 +101,17 @@ def test_each_format_renders_every_tool_and_argument_name(tok, tool_format):
     if tool_format == "json":
         text = fmt.prompt_text(messages, [s.to_openai(compact=True) for s in specs])
     else:
-        text = fmt.prompt_text([{"role": "system", "content": "S" + tools_block(specs)}, messages[1]], None)
+        text = fmt.prompt_text(
+            [{"role": "system", "content": "S" + tools_block(specs, tool_format)}, messages[1]], None
+        )
     for spec in specs:
         assert f'"name": "{spec.name}"' in text if tool_format == "json" else f"\n{spec.name}(" in text
         for arg in spec.input_schema.get("properties") or {}:
             assert f'"{arg}":' in text if tool_format == "json" else f"{arg}: " in text or f"{arg}?: " in text
     for arg in ("city", "zip"):  # the $ref'd object's fields
         assert arg in text
+    # compact_args keeps the argument descriptions (id formats, units); compact drops them
+    assert ("  staff_id: Staff id, e.g. 'st-001'." in text) == (tool_format == "compact_args")
 
 
 def _task() -> Task:
@@ -118,7 +128,7 @@ def _task() -> Task:
     )
 
 
-@pytest.mark.parametrize("tool_format", ["json", "compact"])
+@pytest.mark.parametrize("tool_format", ["json", "compact", "compact_args"])
 def test_the_format_reaches_sampled_prompts_and_sft_rows(tok, tool_format):
     loop = RolloutConfig(max_turns=3, max_new_tokens=64, max_context_tokens=4096, tool_format=tool_format)
     policy = ScriptedPolicy(
@@ -128,7 +138,7 @@ def test_the_format_reaches_sampled_prompts_and_sft_rows(tok, tool_format):
     check_token_exact(sampled, tok)
     prompt = tok.decode(sampled.prompt_ids)
     compact_line = "add(a: integer, b: integer) - Add two integers."
-    assert (compact_line in prompt) == (tool_format == "compact")
+    assert (compact_line in prompt) == (tool_format != "json")
     assert ('"parameters"' in prompt) == (tool_format == "json")
     assert sampled.metadata["tool_format"] == tool_format
     (row,), fit = warm_start_rows([_task()], loop, tok, open_episode=fake_opener())
@@ -143,15 +153,15 @@ def test_compact_prompts_are_shorter_and_the_default_is_unchanged(tok):
     assert RolloutConfig().tool_format == "json"
     assert load_recipe("cpu-demo").loop_config().tool_format == "json"
     lengths = {}
-    for tool_format in ("json", "compact"):
+    for tool_format in ("json", "compact", "compact_args"):
         loop = RolloutConfig(max_turns=1, compact_schemas=True, tool_format=tool_format)
         (traj,) = rollout([_task()], ScriptedPolicy(turns("hi"), tok), loop, open_episode=fake_opener())
         lengths[tool_format] = len(traj.prompt_ids)
-    assert lengths["compact"] < 0.8 * lengths["json"]
+    assert lengths["compact"] < 0.8 * lengths["json"] and lengths["compact_args"] < lengths["json"]
 
 
 def test_an_unknown_tool_format_is_refused():
-    with pytest.raises(ValueError, match="tool_format must be one of json, compact"):
+    with pytest.raises(ValueError, match="tool_format must be one of json, compact, compact_args"):
         RolloutConfig(tool_format="yaml")
     with pytest.raises(RecipeError, match="rollout.tool_format"):
         with_overrides(load_recipe("cpu-demo"), {"rollout.tool_format": "yaml"})

@@ -100,7 +100,8 @@ class RolloutConfig:
     tool_format: str = "json"
     """How the tools are described to the model (``toolkit.agent.tool_text``): ``json``, the chat
     template's JSON schemas, or ``compact``, one line per tool (``name(arg: type, opt?: type) -
-    description``) in the system message. The same for sampling, evaluation and the SFT warm start,
+    description``) in the system message, or ``compact_args``, that line and one per argument
+    description. The same for sampling, evaluation and the SFT warm start,
     which all render through this loop."""
     seed: int | None = None
     """Seeds torch's sampler at the start of a run (transformers backend)."""
@@ -327,7 +328,7 @@ class _Episode:
         if config.finish_tool:
             self.visible[FINISH_TOOL] = FINISH_SPEC
         self.initial_tools = self.shown_tools = self._tool_listing()
-        compact = config.tool_format == "compact"
+        compact = config.tool_format != "json"
         # compact: the listing is written into the system message, and the template renders no tools
         self.template_tools = None if compact else self.initial_tools
         self.traj.metadata["tools"] = self.template_tools
@@ -339,7 +340,7 @@ class _Episode:
             else default_system_prompt(config.finish_tool)
         )
         if compact:
-            system += tools_block(self.visible.values())
+            system += tools_block(self.visible.values(), config.tool_format)
         self.traj.messages = [
             {"role": "system", "content": clean_text(system)},
             {"role": "user", "content": clean_text(task.prompt)},
@@ -571,8 +572,8 @@ def _later_tools(task: Task) -> dict[int, list[str]]:
 def _user_turn_text(followup: str, new_tools: list[ToolSpec], config: RolloutConfig) -> str:
     if not new_tools:
         return followup
-    if config.tool_format == "compact":
-        shown = listing(new_tools)
+    if config.tool_format != "json":
+        shown = listing(new_tools, config.tool_format)
     else:
         shown = "\n".join(
             json.dumps(s.to_openai(compact=config.compact_schemas), ensure_ascii=False) for s in new_tools

@@ -8,6 +8,10 @@
   their values (``"open"|"closed"``), arrays ``type[]``; ``?`` marks an optional argument. Argument
   descriptions, defaults and bounds are left out: on the cpu-demo tasks the listing is most of the
   prompt, and every prompt token costs prefill on every turn of a small model on a CPU.
+- ``compact_args``: the same line, then one indented line per argument that has a description
+  (``  staff_id: Staff id, e.g. 'st-001'.``). The descriptions carry the id formats and units that
+  the types alone do not (docs/cpu-proof/README.md, "Issue 31": without them the warm-started model
+  passed company ids to ``get_staff``).
 
 The model calls tools the same way in both formats: a ``<tool_call>`` JSON object, checked against the
 server's full schema. For the kit's token-level backends; a chat server (``openai:``) still receives the
@@ -22,7 +26,7 @@ from typing import Any
 
 from toolkit.toolbox import ToolSpec, compact_schema
 
-TOOL_FORMATS = ("json", "compact")
+TOOL_FORMATS = ("json", "compact", "compact_args")
 
 # The Qwen2.5 tool template's text around the listing (TRL's template, rendered with tools=[...]);
 # the compact block keeps it word for word, so the two formats differ in the listing alone.
@@ -86,21 +90,28 @@ def params_text(schema: dict[str, Any], defs: dict[str, Any] | None = None) -> s
     )
 
 
-def signature(spec: ToolSpec) -> str:
-    """One tool as one line: ``name(arg: type, opt?: type) - description``."""
+def signature(spec: ToolSpec, *, arg_descriptions: bool = False) -> str:
+    """One tool as one line: ``name(arg: type, opt?: type) - description``; with ``arg_descriptions``
+    an indented line follows for every argument that has a description."""
     schema = compact_schema(spec.input_schema or {})
     defs = {**(schema.get("definitions") or {}), **(schema.get("$defs") or {})}
     line = f"{spec.name}({params_text(schema, defs)})"
     description = _one_line(spec.description or "")
-    return f"{line} - {description}" if description else line
+    line = f"{line} - {description}" if description else line
+    if arg_descriptions:
+        for name, sub in (schema.get("properties") or {}).items():
+            text = _one_line(sub.get("description") or "") if isinstance(sub, dict) else ""
+            if text:
+                line += f"\n  {name}: {text}"
+    return line
 
 
-def listing(specs: Iterable[ToolSpec]) -> str:
+def listing(specs: Iterable[ToolSpec], tool_format: str = "compact") -> str:
     """The compact lines of several tools (also how tools revealed in a later user turn are shown)."""
-    return "\n".join(signature(s) for s in specs)
+    return "\n".join(signature(s, arg_descriptions=tool_format == "compact_args") for s in specs)
 
 
-def tools_block(specs: Iterable[ToolSpec]) -> str:
-    """What the compact format appends to the system message: the template's wording around the
-    one-line listing."""
-    return _HEADER + listing(specs) + _FOOTER
+def tools_block(specs: Iterable[ToolSpec], tool_format: str = "compact") -> str:
+    """What the compact formats append to the system message: the template's wording around the
+    listing."""
+    return _HEADER + listing(specs, tool_format) + _FOOTER
