@@ -158,13 +158,13 @@ print(json.dumps({"sft": recipe.sft, "rollout": recipe.rollout, "grpo": recipe.g
 # %%
 from toolkit.models import load_tokenizer
 from toolkit.train.pipeline import load_train_tasks, resolve_task_files
-from toolkit.train.sft import gold_trajectories, masked_preview, sft_rows
+from toolkit.train.sft import masked_preview, warm_start_rows
 
 train_file, eval_file = resolve_task_files(recipe, out_dir / "run")
 tasks = load_train_tasks(recipe, train_file)
-gold = gold_trajectories(tasks[:2], recipe.loop_config())
-row = sft_rows(gold, load_tokenizer(recipe.model))[0]
-print(masked_preview(row, load_tokenizer(recipe.model))[-900:])
+tokenizer = load_tokenizer(recipe.model)
+rows, fit = warm_start_rows(tasks[:2], recipe.loop_config(), tokenizer)  # the pipeline's own SFT rows
+print(masked_preview(rows[0], tokenizer)[-900:])
 
 # %% [markdown]
 # ## Warm start, then GRPO

@@ -177,3 +177,42 @@ def test_aggregate_and_round_trip(tmp_path):
     path.write_text(json.dumps(res[0].to_dict()) + "\n{broken\n")
     with pytest.raises(RecordError, match=r"r.jsonl:2"):
         read_task_results(path)
+
+
+def test_first_call_well_formed_per_episode_and_as_a_metric():
+    """The warm start's bar (issue 31): the first model turn is a tool call that parses and names an
+    offered tool. Wrong arguments still count; bad JSON, an unknown tool, plain text or a turn cut at
+    the token cap do not."""
+    from toolkit.agent.loop import RolloutConfig, rollout
+    from toolkit.agent.testing import ScriptedPolicy, fake_opener, turns
+    from toolkit.eval.metrics import first_call_well_formed
+    from toolkit.models import load_tokenizer
+    from toolkit.records import Task
+
+    def call(name: str, args: str) -> str:
+        return f'<tool_call>\n{{"name": "{name}", "arguments": {args}}}\n</tool_call>'
+
+    scripts = {
+        "good": (call("add", '{"a": 2, "b": 3}'), True),
+        "wrong_args": (call("add", '{"a": "two"}'), True),
+        "finish": (call("finish", '{"answer": "5"}'), True),
+        "bad_json": ('<tool_call>\n{"name": "add", "arguments": {"a": 2,\n</tool_call>', False),
+        "unknown": (call("subtract", '{"a": 2, "b": 3}'), False),
+        "text": ("The sum is 5.", False),
+        "cut": (call("add", '{"a": 2, "b": 3}') + " and more" * 40, False),
+    }
+    tok = load_tokenizer("tiny-random")
+    loop = RolloutConfig(max_turns=2, max_new_tokens=48, max_context_tokens=2048)
+    verdicts = {}
+    for name, (text, _) in scripts.items():
+        task = Task(id=name, split="eval", prompt="Add 2 and 3.", servers=["calc"], tools=["add"], seed=0)
+        (traj,) = rollout([task], ScriptedPolicy(turns(text), tok), loop, open_episode=fake_opener())
+        verdicts[name] = first_call_well_formed(traj)
+    assert verdicts == {name: expected for name, (_, expected) in scripts.items()}
+    results = [
+        TaskResult(n, "kit-eval", "lookup", 0.0, first_call_well_formed=v) for n, v in verdicts.items()
+    ]
+    results.append(TaskResult("old", "kit-eval", "lookup", 0.0))  # an older results file: not counted
+    metric = summarize(results)["first_call_well_formed"]
+    assert metric.value == pytest.approx(3 / 7) and metric.n == 7
+    assert "first_call_well_formed" not in summarize([TaskResult("old", "kit-eval", "lookup", 0.0)])

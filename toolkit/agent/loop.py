@@ -30,6 +30,7 @@ from toolkit.agent.chat import ChatFormat, clean_text
 from toolkit.agent.parsing import ParsedCall, normalize_call, parse_turn
 from toolkit.agent.policies import Generation, GenerationRequest, Policy
 from toolkit.agent.schema import check_arguments
+from toolkit.agent.tool_text import check_tool_format, listing, tools_block
 from toolkit.aio import run_sync
 from toolkit.records import FINISH_TOOL, CallRecord, Task, Trajectory
 from toolkit.toolbox import Toolbox, ToolSpec, strip_enums
@@ -98,8 +99,17 @@ class RolloutConfig:
     ``toolkit.toolbox.compact_schema``): the cpu-demo prompts went from 786 to 660 tokens on
     average, which matters where prefill dominates (small models on a CPU). Arguments are still validated against
     the full schema."""
+    tool_format: str = "json"
+    """How the tools are described to the model (``toolkit.agent.tool_text``): ``json``, the chat
+    template's JSON schemas, or ``compact``, one line per tool (``name(arg: type, opt?: type) -
+    description``) in the system message, or ``compact_args``, that line and one per argument
+    description. The same for sampling, evaluation and the SFT warm start,
+    which all render through this loop."""
     seed: int | None = None
     """Seeds torch's sampler at the start of a run (transformers backend)."""
+
+    def __post_init__(self) -> None:
+        check_tool_format(self.tool_format)
 
 
 def default_system_prompt(finish_tool: bool) -> str:
@@ -250,6 +260,7 @@ class _Episode:
         self.fmt = fmt  # None for message-level backends (no token bookkeeping)
         self.visible: dict[str, ToolSpec] = {}
         self.initial_tools: list[dict[str, Any]] = []  # in the first prompt
+        self.template_tools: list[dict[str, Any]] | None = None  # what the chat template renders
         self.shown_tools: list[dict[str, Any]] = []  # visible now (BFCL reveals some in later turns)
         self.step = 0
         self.turn = 0
@@ -279,7 +290,7 @@ class _Episode:
         if self.fmt is None:
             self.traj.messages.extend(new_messages)
             return
-        text = self.fmt.env_text(new_messages, self.initial_tools)
+        text = self.fmt.env_text(new_messages, self.template_tools)
         ids = self.fmt.encode(text)
         if continuing and self.n_tokens + len(ids) < self.config.max_context_tokens:
             self.traj.messages.extend(new_messages)
@@ -319,20 +330,26 @@ class _Episode:
         if config.finish_tool:
             self.visible[FINISH_TOOL] = FINISH_SPEC
         self.initial_tools = self.shown_tools = self._tool_listing()
-        self.traj.metadata["tools"] = self.initial_tools
+        compact = config.tool_format != "json"
+        # compact: the listing is written into the system message, and the template renders no tools
+        self.template_tools = None if compact else self.initial_tools
+        self.traj.metadata["tools"] = self.template_tools
+        self.traj.metadata["tool_format"] = config.tool_format
 
         system = (
             config.system_prompt
             if config.system_prompt is not None
             else default_system_prompt(config.finish_tool)
         )
+        if compact:
+            system += tools_block(self.visible.values(), config.tool_format)
         self.traj.messages = [
             {"role": "system", "content": clean_text(system)},
             {"role": "user", "content": clean_text(task.prompt)},
         ]
         if self.fmt is not None:
             self.traj.prompt_ids = self.fmt.encode(
-                self.fmt.prompt_text(self.traj.messages, self.initial_tools)
+                self.fmt.prompt_text(self.traj.messages, self.template_tools)
             )
             if len(self.traj.prompt_ids) >= config.max_context_tokens:
                 raise _Stop("length")
@@ -345,7 +362,7 @@ class _Episode:
                 new = [specs[name] for name in later.get(turn, []) if name in specs and name in enabled]
                 self.visible.update({s.name: s for s in new})
                 self.shown_tools = self._tool_listing()
-                followup = clean_text(_user_turn_text(task.followups[turn - 1], new, config.compact_schemas))
+                followup = clean_text(_user_turn_text(task.followups[turn - 1], new, config))
                 pending.append({"role": "user", "content": followup})
                 self._add_env(pending, continuing=True)
                 pending = []
@@ -558,11 +575,16 @@ def _later_tools(task: Task) -> dict[int, list[str]]:
     return {int(turn): list(names) for turn, names in missed.items()}
 
 
-def _user_turn_text(followup: str, new_tools: list[ToolSpec], compact: bool = False) -> str:
+def _user_turn_text(followup: str, new_tools: list[ToolSpec], config: RolloutConfig) -> str:
     if not new_tools:
         return followup
-    listing = "\n".join(json.dumps(s.to_openai(compact=compact), ensure_ascii=False) for s in new_tools)
-    return "\n\n".join(part for part in (followup, f"{listing}\n{NEW_TOOLS_MESSAGE}") if part)
+    if config.tool_format != "json":
+        shown = listing(new_tools, config.tool_format)
+    else:
+        shown = "\n".join(
+            json.dumps(s.to_openai(compact=config.compact_schemas), ensure_ascii=False) for s in new_tools
+        )
+    return "\n\n".join(part for part in (followup, f"{shown}\n{NEW_TOOLS_MESSAGE}") if part)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -24,6 +24,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from toolkit.agent.chat import clean_text
 from toolkit.agent.parsing import format_call
 from toolkit.records import FINISH_TOOL, Task
 from toolkit.rewards.perturb import gold_answer
@@ -580,15 +581,36 @@ class GoldPolicy:
     otherwise. Every reward must give it full marks.
 
     Calls that do not depend on each other (``GoldCall.depends_on``) go out together in one model turn;
-    a call that needs an earlier call's output waits for it, as a model would. When the turn's
-    remaining calls would not fit in the iteration cap, the rest go out at once (they run in order).
+    a call that needs an earlier call's output waits for it, as a model would. With
+    ``one_call_per_turn`` every call gets its own turn instead: shorter turns, the form a small model's
+    turn budget holds (a turn of two calls is about twice as long). When the turn's remaining calls
+    would not fit in the iteration cap, the rest go out at once (they run in order).
+
+    With a ``tokenizer`` the replay is token-level, as a model's episodes are: each turn comes back as
+    token ids ending with the stop token, so the loop cuts tool outputs to ``max_tool_output_tokens``
+    tokens of that tokenizer and keeps the context budget, exactly as when the model samples. Without
+    one it is message-level (tool outputs cut at about 4 characters a token).
     """
 
     name = "gold"
     tokenizer = None
 
+    def __init__(self, tokenizer: Any = None, *, one_call_per_turn: bool = False):
+        self.tokenizer = tokenizer
+        self.one_call_per_turn = one_call_per_turn
+
     async def generate(self, requests: list[GenerationRequest]) -> list[Generation]:
-        return [self.next_turn(r) for r in requests]
+        return [self._tokenized(r, self.next_turn(r)) for r in requests]
+
+    def _tokenized(self, req: GenerationRequest, generation: Generation) -> Generation:
+        """The turn as the ids a model would sample (the text, then the stop token); the turn is
+        never cut at ``max_new_tokens``: ``toolkit.train.sft`` checks the gold turns against it."""
+        if self.tokenizer is None:
+            return generation
+        ids = list(self.tokenizer(clean_text(generation.text), add_special_tokens=False)["input_ids"])
+        stop = req.stop_token_ids[0] if req.stop_token_ids else self.tokenizer.eos_token_id
+        generation.token_ids = [*ids, stop]
+        return generation
 
     def next_turn(self, req: GenerationRequest) -> Generation:
         indexed = [(i, c) for i, c in enumerate(req.task.gold) if c.turn == req.turn]
@@ -598,7 +620,7 @@ class GoldPolicy:
             group = [rest[0]]
             if len(rest) >= req.steps_left:  # keep one generation for the answer
                 group = rest
-            else:
+            elif not self.one_call_per_turn:
                 for index, gold in rest[1:]:
                     if any(dep >= rest[0][0] for dep in gold.depends_on):
                         break

@@ -5,6 +5,8 @@ Every metric here is a ratio of two sums over tasks, ``sum(num) / sum(den)``:
 - coverage rate (MCP Atlas): mean per-task rubric score (num = score, den = 1);
 - pass rate at a threshold (MCP Atlas reports 0.50 and 0.75): share of tasks with score >= t;
 - tool calls per task, finish rate (episodes that ended with an explicit ``finish`` call);
+- well-formed first call: share of episodes whose first model turn is a tool call that parses and
+  names an offered tool (``first_call_well_formed``): what a warm start must teach before GRPO;
 - tool failure rate: failed calls / all calls, pooled over tasks;
 - rubric pass rate per category: passed items / items of that category, pooled over tasks;
 - BFCL accuracy, overall and per test category (binary: the official checker passed or not).
@@ -26,7 +28,9 @@ from typing import Any
 
 import numpy as np
 
-from toolkit.records import RUBRIC_CATEGORIES, RecordError, read_jsonl
+from toolkit.records import RUBRIC_CATEGORIES, RecordError, Trajectory, read_jsonl
+
+MALFORMED_CALL_ERRORS = ("bad_json", "unknown_tool")  # the loop's error kinds for a call that is not one
 
 PASS_THRESHOLDS = (0.50, 0.75)  # the two thresholds MCP Atlas reports
 N_BOOT = 2000
@@ -55,6 +59,7 @@ class TaskResult:
     tool_counts: dict[str, int] = field(default_factory=dict)
     error: str | None = None  # the episode or its scoring failed; the task counts as score 0
     details: dict[str, Any] = field(default_factory=dict)
+    first_call_well_formed: bool | None = None  # see first_call_well_formed(); None in older results
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> TaskResult:
@@ -66,6 +71,21 @@ class TaskResult:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def first_call_well_formed(traj: Trajectory) -> bool:
+    """Whether the episode's first model turn is a well-formed tool call: it holds at least one call,
+    was not cut by the token budget, and every call in it parses as JSON and names an offered tool
+    (the ``finish`` tool included). Arguments that fail the tool's schema still count as well formed:
+    that is a wrong call, not a malformed one."""
+    assistant = [m for m in traj.messages if m.get("role") == "assistant"]
+    if not assistant or not assistant[0].get("tool_calls"):
+        return False
+    first = [c for c in traj.calls if c.step == 0]
+    if any((c.error or "").split(":", 1)[0] in MALFORMED_CALL_ERRORS for c in first):
+        return False
+    # a turn cut at max_new_tokens ends the episode before its calls run (stop reason length)
+    return not (traj.stop_reason == "length" and len(assistant) == 1 and not first)
 
 
 def read_task_results(path: str | Path) -> list[TaskResult]:
@@ -122,6 +142,10 @@ def metric_components(results: Sequence[TaskResult]) -> dict[str, tuple[np.ndarr
     comps["tool_failure_rate"] = (failed, calls)
     comps["finish_rate"] = (np.array([r.stop_reason == "finish" for r in results], dtype=float), ones)
     comps["error_rate"] = (np.array([r.error is not None for r in results], dtype=float), ones)
+    if any(r.first_call_well_formed is not None for r in results):
+        known = np.array([r.first_call_well_formed is not None for r in results], dtype=float)
+        good = np.array([bool(r.first_call_well_formed) for r in results], dtype=float)
+        comps["first_call_well_formed"] = (good, known)
 
     if any(r.atlas_score is not None for r in results):
         atlas = np.array([r.atlas_score or 0.0 for r in results], dtype=float)

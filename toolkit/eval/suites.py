@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from toolkit.eval.metrics import TaskResult, aggregate
+from toolkit.eval.metrics import TaskResult, aggregate, first_call_well_formed
 from toolkit.paths import DATA_DIR
 from toolkit.records import FINISH_TOOL, RewardResult, Task, Trajectory, read_jsonl, write_jsonl
 
@@ -154,6 +154,7 @@ def task_result(suite: Suite, task: Task, traj: Trajectory, scorers: dict[str, S
         tool_counts=dict(Counter(c.name for c in calls)),
         error="; ".join(errors) or None,
         details={name: _score_details(r) for name, r in scores.items()},
+        first_call_well_formed=first_call_well_formed(traj),
     )
 
 

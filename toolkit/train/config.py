@@ -11,7 +11,8 @@ A recipe has these sections (each documented, with its source, in the recipe fil
 - ``reward`` (a ``toolkit.rewards`` name, or a list of names that TRL sums with ``grpo.reward_weights``)
   and ``reward_config`` (its keyword options; keyed by reward name for a list)
 - ``lora``: ``peft.LoraConfig`` fields
-- ``sft``: ``None`` for no warm start, else ``trl.SFTConfig`` fields (+ ``max_examples``)
+- ``sft``: ``None`` for no warm start, else ``trl.SFTConfig`` fields (+ ``max_examples``,
+  ``one_call_per_turn``, ``drop_unfit_gold``)
 - ``rollout``: the agent loop's ``RolloutConfig`` fields (turns, tokens per turn, context budget,
   tool-output truncation, temperature) plus ``first_turn_only``
 - ``grpo``: ``trl.GRPOConfig`` fields, passed through unchanged (TRL documents each one)
@@ -27,6 +28,7 @@ import copy
 import dataclasses
 import functools
 import json
+import math
 import re
 import types
 import typing
@@ -173,6 +175,14 @@ def recipe_from_dict(data: dict[str, Any], name: str = "custom") -> Recipe:
     bad = set(rollout) - known
     if bad:
         raise RecipeError(f"recipe {name!r}: unknown rollout key(s) {sorted(bad)}; known: {sorted(known)}")
+    if "tool_format" in rollout:
+        from toolkit.agent.tool_text import TOOL_FORMATS
+
+        if rollout["tool_format"] not in TOOL_FORMATS:
+            raise RecipeError(
+                f"recipe {name!r}: rollout.tool_format must be one of {', '.join(TOOL_FORMATS)},"
+                f" got {rollout['tool_format']!r}"
+            )
     rewards = data["reward"] if isinstance(data["reward"], list) else [data["reward"]]
     weights = (data.get("grpo") or {}).get("reward_weights")
     if weights is not None and len(weights) != len(rewards):
@@ -344,7 +354,11 @@ def ref_sync_settings(recipe: Recipe) -> tuple[bool, int, float]:
     )
 
 
-SFT_KIT_KEYS = ("max_examples",)
+# ``sft`` keys the kit reads itself (not SFTConfig fields): the gold episodes of the first
+# ``max_examples`` training tasks; ``one_call_per_turn``: the gold replay gives every call its own
+# model turn (``toolkit.agent.policies.GoldPolicy``), so no gold turn holds two calls;
+# ``drop_unfit_gold``: leave out gold episodes with a turn the sampler would cut (``toolkit.train.sft``)
+SFT_KIT_KEYS = ("max_examples", "one_call_per_turn", "drop_unfit_gold")
 
 
 def build_sft_config(
@@ -482,6 +496,50 @@ def check_recipe_types(recipe: Recipe) -> None:
         check_section_types(recipe.name, "sft", recipe.sft, SFTConfig)
     check_section_types(recipe.name, "grpo", recipe.grpo, GRPOConfig)
     check_section_types(recipe.name, "rollout", recipe.rollout, RolloutConfig)
+
+
+def first_step_learning_rate(section: dict[str, Any], config_cls: Any) -> float:
+    """The learning rate of the first optimizer step under a ``sft``/``grpo`` section's schedule, from
+    transformers' own scheduler as the Trainer builds it (``get_scheduler`` with the section's
+    ``lr_scheduler_type``, ``warmup_steps`` and ``lr_scheduler_kwargs``, the config class's defaults for
+    what the section leaves out). Every transformers warmup starts at 0: with ``warmup_steps: 2`` the
+    first step multiplies the learning rate by 0/2, the second by 1/2."""
+    import torch
+    from transformers import get_scheduler
+
+    defaults = {f.name: f.default for f in dataclasses.fields(config_cls)}
+    values = {**defaults, **{k: v for k, v in section.items() if k in defaults}}
+    steps = int(values.get("max_steps") or 0)
+    steps = steps if steps > 0 else 1000  # only a warmup given as a ratio depends on it
+    warmup = values.get("warmup_steps") or 0
+    warmup = int(warmup) if warmup >= 1 else math.ceil(steps * warmup)
+    optimizer = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=float(values["learning_rate"]))
+    scheduler = get_scheduler(
+        values["lr_scheduler_type"],
+        optimizer=optimizer,
+        num_warmup_steps=warmup,
+        num_training_steps=steps,
+        scheduler_specific_kwargs=values.get("lr_scheduler_kwargs") or {},
+    )
+    return float(scheduler.get_last_lr()[0])
+
+
+def schedule_warnings(recipe: Recipe) -> list[str]:
+    """One line per training section whose first optimizer step runs at learning rate 0 (a warmup):
+    that step costs its whole batch (a GRPO step's generation included) and changes nothing."""
+    from trl import GRPOConfig, SFTConfig
+
+    out = []
+    for section, values, cls in (("sft", recipe.sft, SFTConfig), ("grpo", recipe.grpo, GRPOConfig)):
+        if values is None:
+            continue
+        if first_step_learning_rate(values, cls) == 0.0:
+            out.append(
+                f"recipe {recipe.name!r}: the first {section} step runs at learning rate 0 "
+                f"({values.get('lr_scheduler_type', 'linear')}, warmup_steps {values.get('warmup_steps')}):"
+                " it changes nothing. No warmup (e.g. lr_scheduler_type: constant) makes every step count"
+            )
+    return out
 
 
 # Knobs shown side by side in notebook 04 (recipe section, key, label).

@@ -371,7 +371,7 @@ def run_recipe(
     naming the keys, unless ``allow_recipe_change`` (then the change is recorded in ``summary.json``'s
     ``recipe_changes``)."""
     from toolkit.models import check_model_name
-    from toolkit.train.config import check_recipe_types
+    from toolkit.train.config import check_recipe_types, schedule_warnings
     from toolkit.train.device import describe, detect_backend
 
     out = Path(out_dir)
@@ -398,6 +398,8 @@ def run_recipe(
 
             import_unsloth()
     check_recipe_types(recipe)  # a bad value fails now, not after the warm start (imports TRL)
+    for warning in schedule_warnings(recipe):
+        _log(f"warning: {warning}")
     if chosen is not None:
         from toolkit.models import resolve_dtype_name
 
@@ -445,7 +447,7 @@ def run_stages(
     from toolkit.train.callbacks import MetricsJsonlCallback
     from toolkit.train.config import ref_sync_settings
     from toolkit.train.grpo import build_grpo_trainer
-    from toolkit.train.sft import gold_trajectories, run_sft, sft_rows
+    from toolkit.train.sft import run_sft, warm_start_rows
 
     timings: dict[str, float] = {}
     summary: dict[str, Any] = {}
@@ -473,10 +475,17 @@ def run_stages(
     if recipe.sft is not None and not (resume and (sft_adapter / "adapter_config.json").exists()):
         t0 = time.time()
         n_examples = recipe.sft.get("max_examples") or len(tasks)
-        gold = gold_trajectories(tasks[:n_examples], loop)
         model, tokenizer, lora_config = backend.sft_model()
-        rows = sft_rows(gold, tokenizer, max_length=recipe.sft.get("max_length"))
-        _log(f"SFT warm start on {len(rows)} gold trajectories (of {n_examples} tasks)")
+        rows, fit = warm_start_rows(
+            tasks[:n_examples],
+            loop,
+            tokenizer,
+            max_length=recipe.sft.get("max_length"),
+            one_call_per_turn=bool(recipe.sft.get("one_call_per_turn")),
+            drop_unfit=bool(recipe.sft.get("drop_unfit_gold")),
+        )
+        summary["sft_gold_fit"] = fit.to_dict()
+        _log(f"SFT warm start on {len(rows)} gold trajectories (of {n_examples} tasks); {fit.summary()}")
         sft_config = backend.sft_config(out / "sft", report_to)
         checkpoint = last_checkpoint(out / "sft") if resume else None  # SFT saves with sft.save_steps
         trainer = run_sft(
