@@ -77,17 +77,26 @@ def build_grpo_trainer(
     callbacks: list[Any] | None = None,
     ref_sync: tuple[bool, int, float] = (False, 0, 1.0),
     open_episode: Any = None,
+    sampling: Any = None,
 ) -> Any:
-    """A ``KitGRPOTrainer`` ready to ``train()``; ``model`` may be a plain or a PEFT model."""
+    """A ``KitGRPOTrainer`` ready to ``train()``; ``model`` may be a plain or a PEFT model.
+
+    ``sampling``: the recipe's ``grpo_sampling`` section (``toolkit.train.batching.SamplingConfig`` or its
+    dict): the order tasks are drawn in and dynamic sampling, seeded by ``grpo_config.seed``."""
+    from toolkit.train.batching import SamplingConfig, task_order_and_refill
     from toolkit.train.callbacks import PeftRefSyncCallback
     from toolkit.train.rollout import kit_grpo_trainer_class, make_rollout_func, transformers_policy
     from toolkit.train.trl_compat import install_logprob_fallback
 
+    if not isinstance(sampling, SamplingConfig):
+        sampling = SamplingConfig.from_recipe(sampling)
+    tasks, dynamic = task_order_and_refill(tasks, grpo_config, sampling)
     rollout_func = make_rollout_func(
         loop_config,
         policy_factory or transformers_policy,
         open_episode=open_episode,
         rollout_log=Path(grpo_config.output_dir) / "rollouts.jsonl",
+        dynamic=dynamic,
     )
     # rollout_func is marked experimental in TRL; the kit pins the version, so say it once here.
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")

@@ -116,6 +116,7 @@ def make_rollout_func(
     open_episode: Any = None,
     on_batch: Callable[[list[Trajectory]], None] | None = None,
     rollout_log: str | Path | None = None,
+    dynamic: Any = None,
 ) -> Callable[[list[Any], Any], dict[str, list]]:
     """Build ``rollout_func(prompts, trainer)`` for ``KitGRPOTrainer``.
 
@@ -127,8 +128,11 @@ def make_rollout_func(
         on_batch: called with each batch's trajectories (e.g. to save samples).
         rollout_log: JSONL file that gets every episode of every step appended (step, task, messages,
             calls, stop reason): what the policy actually did, for reading a run after the fact.
+        dynamic: a ``toolkit.train.batching.DynamicSampling``: groups whose rewards barely differ are
+            replaced by groups of other tasks (and the trainer's rows with them) before TRL scores them.
     """
     from toolkit.agent.loop import rollout
+    from toolkit.train.batching import batch_mix_metrics, replace_rows, trainer_scorer
     from toolkit.train.diagnostics import answer_correct_share
 
     started_logs: set[Path] = set()
@@ -144,8 +148,19 @@ def make_rollout_func(
         was_training = trainer.model.training
         trainer.model.eval()  # no dropout while sampling; TRL switches back for the update
         started = time.perf_counter()
+        refill: dict[str, float] = {}
         try:
             trajs = rollout(tasks, policy, loop_config, n=1, open_episode=open_episode)
+            if dynamic is not None:
+                tasks, trajs, report = dynamic.resample(
+                    tasks,
+                    trajs,
+                    trainer.num_generations,
+                    run=lambda ts: rollout(ts, policy, loop_config, n=1, open_episode=open_episode),
+                    score=trainer_scorer(trainer),
+                    on_replace=replace_rows(rows, trainer.num_generations),
+                )
+                refill = report.metrics()
         finally:
             trainer.model.train(was_training)
         eos = trainer.processing_class.eos_token_id
@@ -159,6 +174,14 @@ def make_rollout_func(
         out["trajectory"] = [t.to_dict() for t in trajs]
         metrics = episode_metrics(trajs)
         metrics["episodes/rollout_seconds"] = time.perf_counter() - started
+        metrics.update(refill)
+        metrics.update(
+            batch_mix_metrics(
+                [str(t.metadata.get("kind") or "unknown") for t in tasks],
+                [t.id for t in tasks],
+                getattr(trainer, "num_generations", 1),
+            )
+        )
         answer_correct = answer_correct_share(tasks, trajs)
         if answer_correct is not None:
             metrics["episodes/answer_correct"] = answer_correct
@@ -193,6 +216,8 @@ def kit_grpo_trainer_class() -> type:
             return super()._generate_and_score_completions(inputs)
 
         def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
+            if len(prompts) == len(inputs):  # dynamic sampling may have replaced rows: TRL logs these prompts
+                prompts[:] = [row["prompt"] for row in inputs]
             rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
             log_step_diagnostics(self, inputs, rewards_per_func)
             return rewards_per_func

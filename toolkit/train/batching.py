@@ -1,0 +1,352 @@
+"""Several tasks per GRPO step: the order GRPO draws its tasks in, and dynamic sampling.
+
+TRL forms one *generation batch* per optimizer step when ``steps_per_generation`` equals
+``gradient_accumulation_steps`` (its default): ``per_device_train_batch_size * steps_per_generation``
+episodes, i.e. ``generation_batch_size / num_generations`` distinct tasks with ``num_generations``
+episodes each (``trl/trainer/grpo_config.py``; the ``RepeatSampler`` of ``grpo_trainer.py`` walks the
+dataset in blocks of that many tasks). The kit decides which tasks share a block:
+
+- ``stratified_order``: the task list GRPO reads in order (``shuffle_dataset`` off), cut into blocks of
+  ``tasks_per_step`` where each block mixes kinds: kinds drawn by weight without replacement within a
+  block, a task of each drawn kind from that kind's own shuffled cycle. Everything is seeded by the
+  recipe's ``seed``: another seed, other tasks (every seed-0 run of cpu-demo trained on the same 26).
+- ``DynamicSampling`` (DAPO's dynamic sampling): after a batch is sampled, groups whose total reward
+  spreads less than ``min_spread`` teach nothing (zero or near-zero advantage); they are dropped and
+  replaced by groups of other tasks, at most ``max_refill_rounds`` times. The rewards are pure
+  functions of (task, trajectory), so the trainer's own reward functions score the groups here. The
+  replacement tasks are written into the trainer's rows (``KitGRPOTrainer._kit_rows``, the very list
+  TRL reads the ``task`` column from when it computes the rewards), so TRL scores what was sampled.
+
+``SamplingConfig`` is the recipe's ``grpo_sampling`` section.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import random
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from toolkit.records import Task, Trajectory
+
+ORDERS = ("shuffle", "stratified")
+SPREADS = ("range", "std")
+
+
+@dataclass
+class SamplingConfig:
+    """The recipe's ``grpo_sampling`` section.
+
+    Attributes:
+        order: ``shuffle`` (TRL's random permutation of the tasks) or ``stratified`` (kinds mixed in
+            every step, ``stratified_order``).
+        kind_weights: relative weight of each kind in a step (stratified order); ``None``: every kind
+            present in the pool weighs 1, whatever its count. A kind of weight 0 is not sampled.
+        min_spread: dynamic sampling threshold on a group's total reward (``spread``); 0 turns it off.
+        spread: ``range`` (max - min) or ``std`` (population standard deviation) of the group's rewards.
+        max_refill_rounds: at most this many rounds of replacement groups per step; a slot still below
+            the threshold after them keeps its widest group.
+    """
+
+    order: str = "shuffle"
+    kind_weights: dict[str, float] | None = None
+    min_spread: float = 0.0
+    spread: str = "range"
+    max_refill_rounds: int = 2
+
+    @classmethod
+    def from_recipe(cls, section: Mapping[str, Any] | None) -> SamplingConfig:
+        section = dict(section or {})
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = set(section) - known
+        if unknown:
+            raise ValueError(f"grpo_sampling: unknown key(s) {sorted(unknown)}; known: {sorted(known)}")
+        config = cls(**section)
+        if config.order not in ORDERS:
+            raise ValueError(f"grpo_sampling.order must be one of {ORDERS}, got {config.order!r}")
+        if config.spread not in SPREADS:
+            raise ValueError(f"grpo_sampling.spread must be one of {SPREADS}, got {config.spread!r}")
+        if config.min_spread < 0 or config.max_refill_rounds < 0:
+            raise ValueError("grpo_sampling.min_spread and max_refill_rounds must not be negative")
+        if config.kind_weights is not None and (
+            not isinstance(config.kind_weights, dict)
+            or any(
+                not isinstance(w, (int, float)) or isinstance(w, bool) or w < 0
+                for w in config.kind_weights.values()
+            )
+            or not any(config.kind_weights.values())
+        ):
+            raise ValueError("grpo_sampling.kind_weights must map kinds to weights >= 0, at least one > 0")
+        return config
+
+    @property
+    def dynamic(self) -> bool:
+        return self.min_spread > 0 and self.max_refill_rounds > 0
+
+
+def task_kind(task: Task) -> str:
+    return str(task.metadata.get("kind") or "unknown")
+
+
+def _weights(tasks: Sequence[Task], kind_weights: Mapping[str, float] | None) -> dict[str, float]:
+    present = sorted({task_kind(t) for t in tasks})
+    if kind_weights is None:
+        return dict.fromkeys(present, 1.0)
+    missing = sorted(k for k, w in kind_weights.items() if w > 0 and k not in present)
+    if missing:
+        raise ValueError(f"grpo_sampling.kind_weights names kinds no GRPO task has: {missing}")
+    return {k: float(kind_weights.get(k, 0.0)) for k in present if kind_weights.get(k, 0.0) > 0}
+
+
+class KindCycles:
+    """Per kind, the tasks in a seeded shuffled order, drawn in turn and reshuffled when used up."""
+
+    def __init__(self, tasks: Sequence[Task], rng: random.Random):
+        self.rng = rng
+        self.by_kind: dict[str, list[Task]] = defaultdict(list)
+        for task in tasks:
+            self.by_kind[task_kind(task)].append(task)
+        self._queues: dict[str, list[Task]] = {}
+
+    def draw(self, kind: str, avoid: set[str] = frozenset()) -> Task:
+        """The next task of ``kind``, skipping ids in ``avoid`` when the kind has others."""
+        pool = self.by_kind[kind]
+        if not pool:
+            raise ValueError(f"no task of kind {kind!r} to draw")
+        has_other = bool({t.id for t in pool} - set(avoid))
+        while True:  # ends: a cycle holds every task of the kind, and one of them is not avoided
+            queue = self._queues.get(kind)
+            if not queue:
+                queue = self._queues[kind] = self.rng.sample(pool, len(pool))
+            task = queue.pop()
+            if task.id not in avoid or not has_other:
+                return task
+
+
+def _draw_kinds(weights: dict[str, float], k: int, rng: random.Random) -> list[str]:
+    """``k`` kinds, by weight, without replacement while kinds remain (then again from all of them)."""
+    out: list[str] = []
+    while len(out) < k:
+        left = dict(weights)
+        while left and len(out) < k:
+            kinds = list(left)
+            kind = rng.choices(kinds, weights=[left[x] for x in kinds])[0]
+            out.append(kind)
+            del left[kind]
+    return out
+
+
+def stratified_order(
+    tasks: Sequence[Task],
+    tasks_per_step: int,
+    seed: int,
+    kind_weights: Mapping[str, float] | None = None,
+    n_steps: int | None = None,
+) -> list[Task]:
+    """The tasks in the order GRPO should read them: blocks of ``tasks_per_step`` that mix kinds.
+
+    ``n_steps`` blocks (default: enough blocks for the pool's size, ``ceil(len(tasks) / tasks_per_step)``;
+    TRL starts the list over when it runs out). A task repeats only when its kind's cycle is used up."""
+    if tasks_per_step < 1:
+        raise ValueError(f"tasks_per_step must be >= 1, got {tasks_per_step}")
+    if not tasks:
+        raise ValueError("stratified_order: no tasks")
+    rng = random.Random(f"grpo-order:{seed}")
+    weights = _weights(tasks, kind_weights)
+    cycles = KindCycles([t for t in tasks if task_kind(t) in weights], rng)
+    n_steps = n_steps or math.ceil(len(tasks) / tasks_per_step)
+    order: list[Task] = []
+    for _ in range(n_steps):
+        block: list[Task] = []
+        for kind in _draw_kinds(weights, tasks_per_step, rng):
+            block.append(cycles.draw(kind, avoid={t.id for t in block}))
+        order.extend(block)
+    return order
+
+
+def batch_mix_metrics(kinds: Sequence[str], task_ids: Sequence[str], group_size: int) -> dict[str, float]:
+    """What one generation batch held: distinct tasks and kinds (``batch/...``); one row per episode."""
+    return {
+        "batch/tasks_distinct": float(len(set(task_ids))),
+        "batch/kinds_distinct": float(len(set(kinds))),
+        "batch/groups": float(len(task_ids) // max(1, group_size)),
+    }
+
+
+def group_spread(rewards: Sequence[float], how: str = "range") -> float:
+    """The spread of one group's total rewards, NaN (unscorable) episodes left out; 0 below two."""
+    scored = [r for r in rewards if not math.isnan(r)]
+    if len(scored) < 2:
+        return 0.0
+    if how == "std":
+        mean = sum(scored) / len(scored)
+        return math.sqrt(sum((r - mean) ** 2 for r in scored) / len(scored))
+    return max(scored) - min(scored)
+
+
+def trainer_scorer(trainer: Any) -> Callable[[list[Task], list[Trajectory]], list[float]]:
+    """``(tasks, trajectories) -> total rewards`` with the trainer's own reward functions and weights,
+    summed as TRL sums them (``toolkit.train.diagnostics.weighted_rewards``)."""
+    import json
+
+    import torch
+
+    from toolkit.train.diagnostics import weighted_rewards
+
+    def score(tasks: list[Task], trajs: list[Trajectory]) -> list[float]:
+        kwargs = {
+            "task": [json.dumps(t.to_dict(), sort_keys=True) for t in tasks],
+            "trajectory": [t.to_dict() for t in trajs],
+        }
+        per_func = []
+        for func in trainer.reward_funcs:
+            values = func(prompts=[None] * len(tasks), completions=[None] * len(tasks), **kwargs)
+            per_func.append([math.nan if v is None else float(v) for v in values])
+        table = torch.tensor(per_func, dtype=torch.float32).T
+        return weighted_rewards(table, trainer.reward_weights)
+
+    return score
+
+
+@dataclass
+class RefillReport:
+    """What dynamic sampling did to one batch (logged as ``dynamic/...``)."""
+
+    groups: int
+    dropped: int = 0  # groups below the threshold in the first sampling
+    rounds: int = 0  # refill rounds run
+    refilled: int = 0  # slots whose final group is a replacement
+    still_flat: int = 0  # slots below the threshold after the last round
+    extra_episodes: int = 0
+
+    def metrics(self) -> dict[str, float]:
+        n = max(1, self.groups)
+        return {
+            "dynamic/dropped_share": self.dropped / n,
+            "dynamic/refill_rounds": float(self.rounds),
+            "dynamic/refilled_share": self.refilled / n,
+            "dynamic/still_flat_share": self.still_flat / n,
+            "dynamic/extra_episodes": float(self.extra_episodes),
+        }
+
+
+class DynamicSampling:
+    """Drop groups whose reward spread is below ``config.min_spread`` and sample other tasks instead.
+
+    Args:
+        pool: the tasks replacements are drawn from (GRPO's task list).
+        config: ``min_spread``, ``spread``, ``max_refill_rounds``.
+        seed: the recipe's seed (the replacement order is seeded like the task order).
+    """
+
+    def __init__(self, pool: Sequence[Task], config: SamplingConfig, seed: int = 0):
+        if not pool:
+            raise ValueError("dynamic sampling needs a pool of tasks to refill from")
+        self.config = config
+        self.cycles = KindCycles(pool, random.Random(f"grpo-refill:{seed}"))
+
+    def _replacement(self, kind: str, avoid: set[str]) -> Task:
+        """A task of the same kind when the pool has another one (keeps the step's kind mix), else any."""
+        same = {t.id for t in self.cycles.by_kind.get(kind, [])} - avoid
+        if same:
+            return self.cycles.draw(kind, avoid)
+        kinds = sorted(k for k, ts in self.cycles.by_kind.items() if {t.id for t in ts} - avoid)
+        if not kinds:
+            kinds = sorted(self.cycles.by_kind)
+        return self.cycles.draw(self.cycles.rng.choice(kinds), avoid)
+
+    def resample(
+        self,
+        tasks: list[Task],
+        trajs: list[Trajectory],
+        group_size: int,
+        run: Callable[[list[Task]], list[Trajectory]],
+        score: Callable[[list[Task], list[Trajectory]], list[float]],
+        on_replace: Callable[[int, Task], None] | None = None,
+    ) -> tuple[list[Task], list[Trajectory], RefillReport]:
+        """The batch with flat groups replaced; ``tasks``/``trajs`` hold ``group_size`` consecutive
+        episodes per task (TRL's order). ``run`` samples episodes of a task list (one per entry);
+        ``score`` gives their total rewards; ``on_replace(slot, task)`` is told each replacement."""
+        if group_size < 1 or len(tasks) % group_size or len(tasks) != len(trajs):
+            raise ValueError(f"{len(tasks)} tasks / {len(trajs)} episodes do not make groups of {group_size}")
+        tasks, trajs = list(tasks), list(trajs)
+        n_groups = len(tasks) // group_size
+        how, threshold = self.config.spread, self.config.min_spread
+        rewards = score(tasks, trajs)
+        spreads = [group_spread(rewards[g * group_size : (g + 1) * group_size], how) for g in range(n_groups)]
+        flat = [g for g in range(n_groups) if spreads[g] < threshold]
+        report = RefillReport(groups=n_groups, dropped=len(flat))
+        replaced: set[int] = set()
+        while flat and report.rounds < self.config.max_refill_rounds:
+            report.rounds += 1
+            in_batch = {t.id for t in tasks}
+            fresh: list[Task] = []
+            for g in flat:
+                task = self._replacement(task_kind(tasks[g * group_size]), in_batch)
+                in_batch.add(task.id)
+                fresh.append(task)
+            new_tasks = [t for t in fresh for _ in range(group_size)]
+            new_trajs = run(new_tasks)
+            report.extra_episodes += len(new_trajs)
+            new_rewards = score(new_tasks, new_trajs)
+            still = []
+            for j, g in enumerate(flat):
+                part = slice(j * group_size, (j + 1) * group_size)
+                spread = group_spread(new_rewards[part], how)
+                if spread > spreads[g]:  # the wider group takes the slot
+                    spreads[g] = spread
+                    tasks[g * group_size : (g + 1) * group_size] = new_tasks[part]
+                    trajs[g * group_size : (g + 1) * group_size] = new_trajs[part]
+                    replaced.add(g)
+                    if on_replace is not None:
+                        on_replace(g, fresh[j])
+                if spreads[g] < threshold:
+                    still.append(g)
+            flat = still
+        report.refilled = len(replaced)
+        report.still_flat = len(flat)
+        return tasks, trajs, report
+
+
+def replace_rows(rows: list[dict[str, Any]], group_size: int) -> Callable[[int, Task], None]:
+    """``on_replace`` that writes a replacement task into the trainer's rows in place (the list TRL
+    reads the ``task``, ``kind`` and ``prompt`` columns from after the rollout)."""
+    from toolkit.synth.dataset import task_row
+
+    def on_replace(slot: int, task: Task) -> None:
+        row = task_row(task)
+        for i in range(slot * group_size, (slot + 1) * group_size):
+            rows[i] = dict(row)
+
+    return on_replace
+
+
+def tasks_per_step(grpo_config: Any) -> int:
+    """Distinct tasks in one generation batch (all processes): ``generation_batch_size / num_generations``."""
+    return int(grpo_config.generation_batch_size) // int(grpo_config.num_generations)
+
+
+def task_order_and_refill(
+    tasks: Sequence[Task], grpo_config: Any, sampling: SamplingConfig
+) -> tuple[list[Task], DynamicSampling | None]:
+    """GRPO's task list for ``sampling.order`` and the dynamic sampler (``None`` when off).
+
+    ``stratified`` turns TRL's shuffle off (``grpo_config.shuffle_dataset``): the list is already in
+    the order the steps should see, seeded by ``grpo_config.seed``."""
+    seed = int(grpo_config.seed)
+    tasks = list(tasks)
+    if sampling.order == "stratified":
+        tasks = stratified_order(tasks, tasks_per_step(grpo_config), seed, sampling.kind_weights)
+        grpo_config.shuffle_dataset = False
+    dynamic = None
+    if sampling.dynamic:
+        if int(getattr(grpo_config, "world_size", 1) or 1) > 1:
+            raise ValueError(
+                "grpo_sampling.min_spread (dynamic sampling) runs in one process: a group's episodes may be"
+                " spread over processes, and each process would refill its part alone"
+            )
+        dynamic = DynamicSampling(tasks, sampling, seed)
+    return tasks, dynamic
