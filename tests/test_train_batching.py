@@ -15,8 +15,10 @@ from toolkit.train.batching import (
     DynamicSampling,
     SamplingConfig,
     group_spread,
+    regroup_micro_batches,
     replace_rows,
     stratified_order,
+    trim_padding,
 )
 
 
@@ -195,3 +197,102 @@ def test_grpo_steps_mix_kinds_and_refill_flat_groups_tiny_model(tmp_path, monkey
         kept_flat = [r["task_id"] for r in episodes if r["task_id"] in flat]
         assert len(kept_flat) / 8 == pytest.approx(record["dynamic/still_flat_share"])
     assert dropped > 0  # some group tied and was refilled
+
+
+def _generation_batch(prompts: list[list[int]], completions: list[list[int]], pad: int = 0) -> dict:
+    """What TRL's ``_generate_and_score_completions`` returns: prompts left-padded and completions
+    right-padded to the longest of the whole batch, a per-token logprob column, the advantages."""
+    import torch
+
+    width_p, width_c = max(map(len, prompts)), max(map(len, completions))
+    rows = len(prompts)
+    batch = {
+        "prompt_ids": torch.full((rows, width_p), pad),
+        "prompt_mask": torch.zeros(rows, width_p, dtype=torch.long),
+        "completion_ids": torch.full((rows, width_c), pad),
+        "completion_mask": torch.zeros(rows, width_c, dtype=torch.long),
+        "tool_mask": torch.ones(rows, width_c, dtype=torch.long),
+        "sampling_per_token_logps": torch.zeros(rows, width_c),
+        "advantages": torch.arange(rows, dtype=torch.float),
+        "num_items_in_batch": torch.tensor(float(sum(map(len, completions)))),
+    }
+    for i, (p, c) in enumerate(zip(prompts, completions, strict=True)):
+        batch["prompt_ids"][i, width_p - len(p) :] = torch.tensor(p)
+        batch["prompt_mask"][i, width_p - len(p) :] = 1
+        batch["completion_ids"][i, : len(c)] = torch.tensor(c)
+        batch["completion_mask"][i, : len(c)] = 1
+        batch["sampling_per_token_logps"][i, : len(c)] = -torch.arange(1, len(c) + 1, dtype=torch.float)
+    return batch
+
+
+def test_micro_batches_are_regrouped_by_task_and_cut_to_their_own_length():
+    import torch
+    from trl.trainer.utils import shuffle_sequence_dict, split_tensor_dict
+
+    torch.manual_seed(0)
+    prompts = [[5] * 3, [6] * 9, [7] * 5, [8] * 2]  # 4 tasks, prompts of 3, 9, 5 and 2 tokens
+    rows_p, rows_c = [], []
+    for t, p in enumerate(prompts):
+        for k in range(4):  # 4 episodes a task, completions of 1..7 tokens
+            rows_p.append(p)
+            rows_c.append([10 + t] * (1 + (3 * k + t) % 7))
+    batch = _generation_batch(rows_p, rows_c)
+    shuffled = split_tensor_dict(shuffle_sequence_dict(batch), 4)  # what TRL buffers: 4 micro-batches of 4
+    regrouped = regroup_micro_batches(shuffled)
+    assert len(regrouped) == 4 and all(b["prompt_ids"].size(0) == 4 for b in regrouped)
+    cells = lambda bs: sum(b["prompt_ids"].numel() + b["completion_ids"].numel() for b in bs)  # noqa: E731
+    assert cells(regrouped) < cells(shuffled) * 0.7
+    seen = []
+    for b in regrouped:
+        prompts_here = {
+            tuple(p[m.bool()].tolist()) for p, m in zip(b["prompt_ids"], b["prompt_mask"], strict=True)
+        }
+        assert len(prompts_here) == 1  # one task a micro-batch: no prompt padding
+        assert b["prompt_mask"].all() and b["completion_mask"][:, -1].any()  # cut to its own length
+        for key in ("completion_ids", "completion_mask", "tool_mask", "sampling_per_token_logps"):
+            assert b[key].shape == b["completion_mask"].shape, key
+        assert b["num_items_in_batch"] == batch["num_items_in_batch"]  # the step's normaliser is kept
+        for i in range(4):  # each row keeps its own completion, logprobs and advantage
+            n = int(b["completion_mask"][i].sum())
+            c = b["completion_ids"][i, :n].tolist()
+            assert b["sampling_per_token_logps"][i, :n].tolist() == [-float(j) for j in range(1, n + 1)]
+            seen.append((tuple(b["prompt_ids"][i].tolist()), tuple(c), float(b["advantages"][i])))
+    want = [
+        (tuple(p), tuple(c), float(a)) for p, c, a in zip(rows_p, rows_c, batch["advantages"], strict=True)
+    ]
+    assert sorted(seen) == sorted(want)
+
+
+def test_cutting_the_padding_leaves_the_completion_logprobs_as_they_were():
+    """The update's log-probabilities of a padded micro-batch and of the same rows cut to length agree
+    (tiny random model, float32): the cut columns were padding for every row."""
+    import torch
+
+    from toolkit.models import load_policy
+
+    model, _ = load_policy("tiny-random", dtype="fp32")
+    model.eval()
+    torch.manual_seed(0)
+    prompts = [torch.randint(5, 200, (n,)).tolist() for n in (12, 12, 12)]
+    completions = [torch.randint(5, 200, (n,)).tolist() for n in (3, 6, 4)]
+    wide = _generation_batch(prompts, completions)
+    # the batch as TRL pads it when another task of the step has a 20-token prompt and a 9-token completion
+    for key, extra in (("prompt_ids", 8), ("prompt_mask", 8)):
+        wide[key] = torch.cat([torch.zeros(3, extra, dtype=wide[key].dtype), wide[key]], dim=1)
+    for key in ("completion_ids", "completion_mask", "tool_mask", "sampling_per_token_logps"):
+        wide[key] = torch.cat([wide[key], torch.zeros(3, 3, dtype=wide[key].dtype)], dim=1)
+    cut = trim_padding(wide)
+    assert cut["prompt_ids"].size(1) == 12 and cut["completion_ids"].size(1) == 6
+
+    def completion_logps(b):
+        ids = torch.cat([b["prompt_ids"], b["completion_ids"]], 1)
+        mask = torch.cat([b["prompt_mask"], b["completion_mask"]], 1)
+        with torch.no_grad():
+            logits = model(input_ids=ids, attention_mask=mask).logits[
+                :, -b["completion_ids"].size(1) - 1 : -1
+            ]
+        return torch.log_softmax(logits.float(), -1).gather(-1, b["completion_ids"].unsqueeze(-1)).squeeze(-1)
+
+    lw, lc = completion_logps(wide), completion_logps(cut)
+    m = cut["completion_mask"].bool()
+    assert torch.allclose(lw[:, : lc.size(1)][m], lc[m], atol=1e-4)

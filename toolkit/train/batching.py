@@ -350,3 +350,81 @@ def task_order_and_refill(
             )
         dynamic = DynamicSampling(tasks, sampling, seed)
     return tasks, dynamic
+
+
+# ---- micro-batches of the update ---------------------------------------------------------------------
+# TRL pads the whole generation batch to its longest prompt (left) and longest completion (right), shuffles
+# the rows and cuts them into ``steps_per_generation`` micro-batches that keep that width. With several
+# tasks a step, every micro-batch would then pay for the longest prompt of all tasks and the longest
+# completion of all 32 episodes. The kit regroups the rows so that a micro-batch holds episodes of one
+# task where it can (same prompt: no prompt padding), and cuts each micro-batch to its own length.
+# Neither changes the gradient of the optimizer step: with loss_type "dapo" (the default) the loss is a
+# sum over the step's tokens divided by the step's token count, whatever rows share a micro-batch, and
+# the columns cut carry no loss and, being padding, no attention (RoPE scores depend on position
+# differences only, so dropping left padding leaves them as they were).
+
+PROMPT_KEYS = ("prompt_ids", "prompt_mask")
+
+
+def _concat(values: list[Any]) -> Any:
+    import torch
+
+    first = values[0]
+    if first is None or (isinstance(first, torch.Tensor) and first.ndim == 0):
+        return first
+    if isinstance(first, torch.Tensor):
+        return torch.cat(values)
+    return [x for v in values for x in v]
+
+
+def _take(value: Any, index: list[int]) -> Any:
+    import torch
+
+    if value is None or (isinstance(value, torch.Tensor) and value.ndim == 0):
+        return value
+    if isinstance(value, torch.Tensor):
+        return value[torch.tensor(index, dtype=torch.long)]
+    return [value[i] for i in index]
+
+
+def trim_padding(batch: dict[str, Any]) -> dict[str, Any]:
+    """One micro-batch cut to its own length: prompt columns that are padding in every row (left) and
+    completion columns that are padding in every row (right) dropped from every per-token tensor."""
+    import torch
+
+    prompt_mask, completion_mask = batch["prompt_mask"], batch["completion_mask"]
+    width_p, width_c = prompt_mask.size(1), completion_mask.size(1)
+    used_p = torch.nonzero(prompt_mask.sum(0)).flatten()
+    used_c = torch.nonzero(completion_mask.sum(0)).flatten()
+    start = int(used_p[0]) if len(used_p) else width_p
+    end = int(used_c[-1]) + 1 if len(used_c) else 1  # keep one column: TRL's shapes stay valid
+    out = {}
+    for key, value in batch.items():
+        if isinstance(value, torch.Tensor) and value.ndim == 2:
+            if key in PROMPT_KEYS:
+                value = value[:, start:]
+            elif value.size(1) == width_c:
+                value = value[:, :end]
+        out[key] = value
+    return out
+
+
+def regroup_micro_batches(batches: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The micro-batches of one generation batch, rows regrouped by prompt (then completion length) and
+    each cut to its own length (``trim_padding``); the same number of micro-batches of the same size."""
+    if not batches or any(key not in batches[0] for key in (*PROMPT_KEYS, "completion_mask")):
+        return batches
+    whole = {key: _concat([b[key] for b in batches]) for key in batches[0]}
+    prompt_ids, prompt_mask = whole["prompt_ids"], whole["prompt_mask"]
+    lengths = whole["completion_mask"].sum(1).tolist()
+    first_seen: dict[tuple[int, ...], int] = {}
+    keys = []
+    for i in range(prompt_ids.size(0)):
+        prompt = tuple(prompt_ids[i][prompt_mask[i].bool()].tolist())
+        keys.append((first_seen.setdefault(prompt, len(first_seen)), lengths[i], i))
+    order = [i for _, _, i in sorted(keys)]
+    size = prompt_ids.size(0) // len(batches)
+    return [
+        trim_padding({key: _take(value, order[j * size : (j + 1) * size]) for key, value in whole.items()})
+        for j in range(len(batches))
+    ]

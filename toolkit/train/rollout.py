@@ -202,18 +202,31 @@ def make_rollout_func(
 
 
 def kit_grpo_trainer_class() -> type:
-    """``GRPOTrainer`` plus two hooks: remember the batch's dataset rows for the rollout function, and
-    log per-kind reward diagnostics (``toolkit.train.diagnostics``) once the rewards are in."""
+    """``GRPOTrainer`` plus three hooks: remember the batch's dataset rows for the rollout function, log
+    per-kind reward diagnostics (``toolkit.train.diagnostics``) once the rewards are in, and regroup the
+    update's micro-batches by task (``toolkit.train.batching.regroup_micro_batches``)."""
     from trl import GRPOTrainer
 
+    from toolkit.train.batching import regroup_micro_batches
     from toolkit.train.diagnostics import log_step_diagnostics
 
     class KitGRPOTrainer(GRPOTrainer):
         _kit_rows: list[dict[str, Any]] | None = None
+        _kit_regroup = True  # micro-batches by task, cut to length (bench_grpo_step turns it off to compare)
 
         def _generate_and_score_completions(self, inputs):
             self._kit_rows = inputs
             return super()._generate_and_score_completions(inputs)
+
+        def _prepare_inputs(self, generation_batch):
+            # a new generation batch: its micro-batches regrouped by task and cut to their own length
+            # (toolkit.train.batching.regroup_micro_batches: the same gradient, fewer padded tokens)
+            before = self._buffered_inputs
+            inputs = super()._prepare_inputs(generation_batch)
+            if self.model.training and self._kit_regroup and self._buffered_inputs is not before:
+                self._buffered_inputs = regroup_micro_batches(self._buffered_inputs)
+                inputs = self._buffered_inputs[self._step % self.args.steps_per_generation]
+            return inputs
 
         def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
             if len(prompts) == len(inputs):  # dynamic sampling may have replaced rows: TRL logs these prompts
