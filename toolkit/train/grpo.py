@@ -111,6 +111,7 @@ def build_grpo_trainer(
         rollout_func=rollout_func,
         callbacks=callbacks,
     )
+    trainer._kit_shared_prefix = sampling.shared_prefix_update
     enabled, every, alpha = ref_sync
     if enabled and grpo_config.beta > 0:
         trainer.add_callback(PeftRefSyncCallback(every, alpha, trainer.accelerator))

@@ -207,12 +207,13 @@ def kit_grpo_trainer_class() -> type:
     update's micro-batches by task (``toolkit.train.batching.regroup_micro_batches``)."""
     from trl import GRPOTrainer
 
-    from toolkit.train.batching import regroup_micro_batches
+    from toolkit.train.batching import regroup_micro_batches, shared_prefix_logps
     from toolkit.train.diagnostics import log_step_diagnostics
 
     class KitGRPOTrainer(GRPOTrainer):
         _kit_rows: list[dict[str, Any]] | None = None
         _kit_regroup = True  # micro-batches by task, cut to length (bench_grpo_step turns it off to compare)
+        _kit_shared_prefix = False  # grpo_sampling.shared_prefix_update: a micro-batch's one prompt run once
 
         def _generate_and_score_completions(self, inputs):
             self._kit_rows = inputs
@@ -227,6 +228,29 @@ def kit_grpo_trainer_class() -> type:
                 self._buffered_inputs = regroup_micro_batches(self._buffered_inputs)
                 inputs = self._buffered_inputs[self._step % self.args.steps_per_generation]
             return inputs
+
+        def _get_per_token_logps_and_entropies(
+            self,
+            model,
+            input_ids,
+            attention_mask,
+            logits_to_keep,
+            batch_size=None,
+            compute_entropy=False,
+            **kw,
+        ):
+            # one task's episodes in a micro-batch: its prompt runs once (batching.shared_prefix_logps);
+            # images or an MoE aux loss (any other argument set) take TRL's own path
+            if self._kit_shared_prefix and not any(kw.values()):
+                with self.accelerator.autocast():
+                    shared = shared_prefix_logps(
+                        model, input_ids, attention_mask, logits_to_keep, compute_entropy
+                    )
+                if shared is not None:
+                    return shared[0], shared[1], None
+            return super()._get_per_token_logps_and_entropies(
+                model, input_ids, attention_mask, logits_to_keep, batch_size, compute_entropy, **kw
+            )
 
         def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
             if len(prompts) == len(inputs):  # dynamic sampling may have replaced rows: TRL logs these prompts
