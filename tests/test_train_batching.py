@@ -374,3 +374,17 @@ def test_a_shared_prompt_run_once_gives_the_full_forward_logprobs_and_gradients(
     padded = mask.clone()
     padded[2, 0] = 0
     assert shared_prefix_logps(model, ids, padded, width) is None
+
+
+def test_the_rollout_engine_keeps_vllm_prefix_cache_on(monkeypatch):
+    """The GRPO rollout engine asks for vLLM's prefix cache: every episode of a group shares its prompt."""
+    pytest.importorskip("vllm")
+    import vllm
+
+    from toolkit.train.vllm_backend import start_engine
+
+    seen = {}
+    monkeypatch.setattr(vllm, "LLM", lambda **kwargs: seen.update(kwargs) or "engine")
+    monkeypatch.setattr("toolkit.agent.policies.resolve_vllm_model", lambda name: (f"/ckpt/{name}", "tok"))
+    assert start_engine("smollm2-135m", max_lora_rank=8) == ("engine", "tok")
+    assert seen["enable_prefix_caching"] is True and seen["enable_lora"] is True

@@ -293,6 +293,7 @@ def test_cpu_learn_batches_four_tasks_of_eight_per_optimizer_step(tmp_path):
     assert g.scale_rewards == "batch" and g.num_iterations == 1
     sampling = SamplingConfig.from_recipe(recipe.grpo_sampling)
     assert sampling.order == "stratified" and sampling.dynamic and recipe.grpo_task_kinds is None
+    assert sampling.shared_prefix_update is True
     assert recipe.reward == ["outcome"]
     demo = cfg.load_recipe("cpu-demo")  # the frozen record keeps one task a step
     assert tasks_per_step(cfg.build_grpo_config(demo, tmp_path / "d", use_cpu=True)) == 1
@@ -310,6 +311,7 @@ def test_grpo_sampling_section_is_checked_when_read_and_before_a_run():
         ({"min_spread": -0.1}, "must not be negative"),
         ({"kind_weights": {"lookup": -1}}, "kind_weights"),
         ({"kind_weights": {"lookup": 0}}, "kind_weights"),
+        ({"shared_prefix_update": "yes"}, "true or false"),
         ("stratified", "must be a mapping"),
     ]:
         with pytest.raises(cfg.RecipeError, match=message):
