@@ -13,6 +13,9 @@ today's 1 task x 8 (cpu-demo), on the same 4 tasks, in one run on one machine.
   length (``toolkit.train.batching.regroup_micro_batches``); ``:shared`` that, and each micro-batch's one
   prompt run once for its 4 rows (``shared_prefix_logps``, ``grpo_sampling.shared_prefix_update``);
 - one untimed 1x8 step on another task first, so that no configuration pays the first-call costs;
+- per step, CPU seconds too (``cpu_main_s``: this process, i.e. the update, the agent loop and the LoRA
+  save; ``cpu_children_s``: the vLLM engine's process, i.e. generation): on a shared machine they move
+  less with the other processes' load than wall time does;
 - per step: the generation (``episodes/rollout_seconds``: the agent loop with its tools) and the rest of
   TRL's training step (``step_time`` minus generation: the LoRA sync to vLLM, rewards, the forward and
   backward passes of the update, the optimizer step).
@@ -35,6 +38,40 @@ from pathlib import Path
 from typing import Any
 
 RECIPE = "cpu-demo"
+
+
+def cpu_seconds() -> tuple[float, float]:
+    """(this process, its child processes) CPU seconds so far: user + system. The vLLM engine runs in a
+    child process; on a machine shared with other work, CPU time moves less with the load than wall time."""
+    import psutil
+
+    me = psutil.Process()
+    kids = 0.0
+    for child in me.children(recursive=True):
+        try:
+            kids += sum(child.cpu_times()[:2])
+        except psutil.NoSuchProcess:
+            pass
+    return sum(me.cpu_times()[:2]), kids
+
+
+def cpu_clock() -> Any:
+    """A trainer callback that records each optimizer step's CPU seconds (``cpu_seconds``)."""
+    from transformers import TrainerCallback
+
+    class CpuClock(TrainerCallback):
+        def __init__(self) -> None:
+            self.rows: list[dict[str, float]] = []
+            self.start = (0.0, 0.0)
+
+        def on_step_begin(self, args, state, control, **kwargs):
+            self.start = cpu_seconds()
+
+        def on_step_end(self, args, state, control, **kwargs):
+            main, kids = cpu_seconds()
+            self.rows.append({"cpu_main_s": main - self.start[0], "cpu_children_s": kids - self.start[1]})
+
+    return CpuClock()
 
 
 def warm_start(recipe: Any, backend: Any, tasks: list[Any], steps: int, out: Path) -> Path:
@@ -93,6 +130,8 @@ def time_config(
         reward_config=r.reward_config,
         policy_factory=backend.rollout_policy,
     )
+    clock = cpu_clock()
+    trainer.add_callback(clock)
     trainer._kit_regroup = mode in ("regroup", "shared")
     trainer._kit_shared_prefix = mode == "shared"
     started = time.perf_counter()
@@ -100,7 +139,7 @@ def time_config(
     wall = time.perf_counter() - started
     logs = [x for x in trainer.state.log_history if "step_time" in x]
     rows, seen = [], 0
-    for log in logs:
+    for log, cpu in zip(logs, clock.rows, strict=True):
         gen = float(log["episodes/rollout_seconds"])
         tokens = float(log["num_tokens"]) - seen
         seen = float(log["num_tokens"])
@@ -113,6 +152,8 @@ def time_config(
                 "completion_tokens_mean": round(float(log["completions/mean_length"]), 1),
                 "tool_calls_mean": round(float(log["episodes/tool_calls_mean"]), 2),
                 "tasks_distinct": int(log["batch/tasks_distinct"]),
+                "cpu_main_s": round(cpu["cpu_main_s"], 1),  # the update, the agent loop, the LoRA save
+                "cpu_children_s": round(cpu["cpu_children_s"], 1),  # the vLLM engine: generation
             }
         )
     backend.recipe = recipe
@@ -130,6 +171,8 @@ def time_config(
         "mean_generation_s": mean("generation_s"),
         "mean_rest_s": mean("rest_s"),
         "mean_trained_tokens": mean("trained_tokens"),
+        "mean_cpu_main_s": mean("cpu_main_s"),
+        "mean_cpu_children_s": mean("cpu_children_s"),
         "wall_s": round(wall, 1),
     }
 
@@ -206,7 +249,9 @@ def main() -> None:
     for name in args.configs[1:]:
         report[f"{name} over {args.configs[0]}"] = {
             key: round(report[name][f"mean_{key}_s"] / base[f"mean_{key}_s"], 2)
-            for key in ("step", "generation", "rest")
+            if base[f"mean_{key}_s"]
+            else None
+            for key in ("step", "generation", "rest", "cpu_main", "cpu_children")
         }
     print(json.dumps({"report": report}, default=str), flush=True)
 
