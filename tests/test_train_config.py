@@ -276,3 +276,48 @@ def test_grpo_task_kinds_narrow_grpo_and_leave_the_warm_start_every_kind(tmp_pat
     assert grpo_tasks(unset, tasks) == tasks
     with pytest.raises(ValueError, match="none of the 5 training tasks"):
         grpo_tasks(cfg.with_overrides(recipe, {"grpo_task_kinds": ["abstain"]}), tasks)
+
+
+def test_cpu_learn_batches_four_tasks_of_eight_per_optimizer_step(tmp_path):
+    """Issue 31: at least 4 distinct tasks x 8 episodes in one optimizer step (TRL: one generation batch
+    of generation_batch_size / num_generations tasks per step when steps_per_generation equals
+    gradient_accumulation_steps), batch-std scaling, kinds mixed, dynamic sampling."""
+    from toolkit.train.batching import SamplingConfig, tasks_per_step
+
+    recipe = cfg.load_recipe("cpu-learn")
+    cfg.check_recipe_types(recipe)
+    g = cfg.build_grpo_config(recipe, tmp_path, use_cpu=True)
+    assert g.num_generations == 8 and tasks_per_step(g) >= 4
+    assert g.steps_per_generation == g.gradient_accumulation_steps  # one generation batch per optimizer step
+    assert g.generation_batch_size == g.per_device_train_batch_size * g.gradient_accumulation_steps
+    assert g.scale_rewards == "batch" and g.num_iterations == 1
+    sampling = SamplingConfig.from_recipe(recipe.grpo_sampling)
+    assert sampling.order == "stratified" and sampling.dynamic and recipe.grpo_task_kinds is None
+    assert sampling.shared_prefix_update is True
+    assert recipe.reward == ["outcome"]
+    demo = cfg.load_recipe("cpu-demo")  # the frozen record keeps one task a step
+    assert tasks_per_step(cfg.build_grpo_config(demo, tmp_path / "d", use_cpu=True)) == 1
+    assert demo.grpo_sampling == {}
+
+
+def test_grpo_sampling_section_is_checked_when_read_and_before_a_run():
+    base = {"model": "m", "reward": "rubric"}
+    ok = cfg.recipe_from_dict({**base, "grpo_sampling": {"order": "stratified", "min_spread": 0.1}})
+    assert ok.grpo_sampling == {"order": "stratified", "min_spread": 0.1}
+    for section, message in [
+        ({"oder": "stratified"}, "unknown key"),
+        ({"order": "by-kind"}, "order must be one of"),
+        ({"spread": "iqr"}, "spread must be one of"),
+        ({"min_spread": -0.1}, "must not be negative"),
+        ({"kind_weights": {"lookup": -1}}, "kind_weights"),
+        ({"kind_weights": {"lookup": 0}}, "kind_weights"),
+        ({"shared_prefix_update": "yes"}, "true or false"),
+        ("stratified", "must be a mapping"),
+    ]:
+        with pytest.raises(cfg.RecipeError, match=message):
+            cfg.recipe_from_dict({**base, "grpo_sampling": section})
+    recipe = cfg.with_overrides(cfg.load_recipe("cpu-learn"), {"grpo_sampling.max_refill_rounds": 2})
+    assert recipe.grpo_sampling["max_refill_rounds"] == 2
+    recipe.grpo_sampling["min_spread"] = "0.05"  # e.g. a quoted --set value: caught before any stage
+    with pytest.raises(cfg.RecipeError, match=r"grpo_sampling.min_spread must be a number \(float\)"):
+        cfg.check_recipe_types(recipe)

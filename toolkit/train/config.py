@@ -16,6 +16,9 @@ A recipe has these sections (each documented, with its source, in the recipe fil
 - ``rollout``: the agent loop's ``RolloutConfig`` fields (turns, tokens per turn, context budget,
   tool-output truncation, temperature) plus ``first_turn_only``
 - ``grpo``: ``trl.GRPOConfig`` fields, passed through unchanged (TRL documents each one)
+- ``grpo_sampling``: which tasks share a GRPO step and dynamic sampling
+  (``toolkit.train.batching.SamplingConfig``: order, kind_weights, min_spread, spread, max_refill_rounds,
+  shared_prefix_update)
 - ``eval``: held-out evaluation budgets for ``mcp-rl train --evaluate``
 
 Overrides use dotted keys: ``with_overrides(recipe, {"grpo.max_steps": 5})``.
@@ -41,7 +44,7 @@ from toolkit.paths import DATA_DIR
 
 RECIPES_DIR = Path(__file__).parent / "recipes"
 KIT_DATA_PREFIX = "kit:"  # a task file shipped with the package: "kit:tasks/train.jsonl" -> DATA_DIR/...
-SECTIONS = ("lora", "sft", "rollout", "grpo", "eval", "reward_config")
+SECTIONS = ("lora", "sft", "rollout", "grpo", "grpo_sampling", "eval", "reward_config")
 TOP_LEVEL = {
     "description",
     "model",
@@ -101,6 +104,7 @@ class Recipe:
     synth: dict[str, Any] | None = None  # generate tasks when the task files are missing (mcp-rl synth)
     rollout: dict[str, Any] = field(default_factory=dict)
     grpo: dict[str, Any] = field(default_factory=dict)
+    grpo_sampling: dict[str, Any] = field(default_factory=dict)  # toolkit.train.batching.SamplingConfig
     eval: dict[str, Any] = field(default_factory=dict)
 
     def loop_config(self, **overrides: Any) -> Any:
@@ -190,15 +194,32 @@ def recipe_from_dict(data: dict[str, Any], name: str = "custom") -> Recipe:
             f"recipe {name!r}: grpo.reward_weights has {len(weights)} weight(s) for {len(rewards)} reward(s)"
         )
     check_test_sets(name, data)
+    check_sampling(name, data)
     if data.get("backend", "auto") not in ("auto", "gpu", "cpu", "vllm"):
         raise RecipeError(f"recipe {name!r}: backend must be auto, gpu, cpu or vllm")
     kwargs = {k: v for k, v in data.items() if v is not None or k in ("sft", "synth")}
     for key in ("tasks", "eval_tasks"):
         if isinstance(kwargs.get(key), str) and kwargs[key].startswith(KIT_DATA_PREFIX):
             kwargs[key] = str(DATA_DIR / kwargs[key][len(KIT_DATA_PREFIX) :])
-    for section in ("lora", "rollout", "grpo", "eval", "reward_config"):
+    for section in ("lora", "rollout", "grpo", "grpo_sampling", "eval", "reward_config"):
         kwargs[section] = dict(kwargs.get(section) or {})
     return Recipe(name=name, **kwargs)
+
+
+def check_sampling(name: str, data: dict[str, Any]) -> None:
+    """``grpo_sampling``: known keys and values (``toolkit.train.batching.SamplingConfig``), and a
+    stratified order or dynamic sampling only where GRPO samples groups of several episodes."""
+    from toolkit.train.batching import SamplingConfig
+
+    section = data.get("grpo_sampling")
+    if section is None:
+        return
+    if not isinstance(section, dict):
+        raise RecipeError(f"recipe {name!r}: grpo_sampling must be a mapping, got {section!r}")
+    try:
+        SamplingConfig.from_recipe(section)
+    except (TypeError, ValueError) as exc:
+        raise RecipeError(f"recipe {name!r}: {exc}") from exc
 
 
 def check_test_sets(name: str, data: dict[str, Any]) -> None:
@@ -491,11 +512,13 @@ def check_recipe_types(recipe: Recipe) -> None:
     from trl import GRPOConfig, SFTConfig
 
     from toolkit.agent.loop import RolloutConfig
+    from toolkit.train.batching import SamplingConfig
 
     if recipe.sft:
         check_section_types(recipe.name, "sft", recipe.sft, SFTConfig)
     check_section_types(recipe.name, "grpo", recipe.grpo, GRPOConfig)
     check_section_types(recipe.name, "rollout", recipe.rollout, RolloutConfig)
+    check_section_types(recipe.name, "grpo_sampling", recipe.grpo_sampling, SamplingConfig)
 
 
 def first_step_learning_rate(section: dict[str, Any], config_cls: Any) -> float:

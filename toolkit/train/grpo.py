@@ -78,21 +78,29 @@ def build_grpo_trainer(
     ref_sync: tuple[bool, int, float] = (False, 0, 1.0),
     open_episode: Any = None,
     sampler_correction: bool | None = None,
+    sampling: Any = None,
 ) -> Any:
     """A ``KitGRPOTrainer`` ready to ``train()``; ``model`` may be a plain or a PEFT model.
 
     ``sampler_correction``: the policy samples with another engine than the trainer's (vLLM), so TRL's
     truncated importance-sampling correction is applied (``toolkit.train.importance``). Default: the
-    policy factory's ``samples_off_policy`` attribute (``VLLMLoraSync``, ``ServerLoraSync``)."""
+    policy factory's ``samples_off_policy`` attribute (``VLLMLoraSync``, ``ServerLoraSync``).
+    ``sampling``: the recipe's ``grpo_sampling`` section (``toolkit.train.batching.SamplingConfig`` or its
+    dict): the order tasks are drawn in and dynamic sampling, seeded by ``grpo_config.seed``."""
+    from toolkit.train.batching import SamplingConfig, task_order_and_refill
     from toolkit.train.callbacks import PeftRefSyncCallback
     from toolkit.train.rollout import kit_grpo_trainer_class, make_rollout_func, transformers_policy
     from toolkit.train.trl_compat import install_logprob_fallback
 
+    if not isinstance(sampling, SamplingConfig):
+        sampling = SamplingConfig.from_recipe(sampling)
+    tasks, dynamic = task_order_and_refill(tasks, grpo_config, sampling)
     rollout_func = make_rollout_func(
         loop_config,
         policy_factory or transformers_policy,
         open_episode=open_episode,
         rollout_log=Path(grpo_config.output_dir) / "rollouts.jsonl",
+        dynamic=dynamic,
     )
     # rollout_func is marked experimental in TRL; the kit pins the version, so say it once here.
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
@@ -113,6 +121,7 @@ def build_grpo_trainer(
         from toolkit.train.importance import enable_sampler_correction
 
         enable_sampler_correction(trainer)
+    trainer._kit_shared_prefix = sampling.shared_prefix_update
     enabled, every, alpha = ref_sync
     if enabled and grpo_config.beta > 0:
         trainer.add_callback(PeftRefSyncCallback(every, alpha, trainer.accelerator))

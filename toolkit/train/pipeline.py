@@ -535,6 +535,7 @@ def run_stages(
             sampler_correction=getattr(backend, "samples_off_policy", False),
             callbacks=[MetricsJsonlCallback(metrics_path, "grpo", step_offset=sft_steps)],
             ref_sync=ref_sync_settings(recipe),
+            sampling=recipe.grpo_sampling,
         )
         checkpoint = last_checkpoint(out / "grpo") if resume else None
         if checkpoint:

@@ -139,6 +139,7 @@ def make_rollout_func(
     open_episode: Any = None,
     on_batch: Callable[[list[Trajectory]], None] | None = None,
     rollout_log: str | Path | None = None,
+    dynamic: Any = None,
 ) -> Callable[[list[Any], Any], dict[str, list]]:
     """Build ``rollout_func(prompts, trainer)`` for ``KitGRPOTrainer``.
 
@@ -150,8 +151,11 @@ def make_rollout_func(
         on_batch: called with each batch's trajectories (e.g. to save samples).
         rollout_log: JSONL file that gets every episode of every step appended (step, task, messages,
             calls, stop reason): what the policy actually did, for reading a run after the fact.
+        dynamic: a ``toolkit.train.batching.DynamicSampling``: groups whose rewards barely differ are
+            replaced by groups of other tasks (and the trainer's rows with them) before TRL scores them.
     """
     from toolkit.agent.loop import rollout
+    from toolkit.train.batching import batch_mix_metrics, replace_rows, trainer_scorer
     from toolkit.train.diagnostics import answer_correct_share
 
     started_logs: set[Path] = set()
@@ -167,8 +171,19 @@ def make_rollout_func(
         was_training = trainer.model.training
         trainer.model.eval()  # no dropout while sampling; TRL switches back for the update
         started = time.perf_counter()
+        refill: dict[str, float] = {}
         try:
             trajs = rollout(tasks, policy, loop_config, n=1, open_episode=open_episode)
+            if dynamic is not None:
+                tasks, trajs, report = dynamic.resample(
+                    tasks,
+                    trajs,
+                    trainer.num_generations,
+                    run=lambda ts: rollout(ts, policy, loop_config, n=1, open_episode=open_episode),
+                    score=trainer_scorer(trainer),
+                    on_replace=replace_rows(rows, trainer.num_generations),
+                )
+                refill = report.metrics()
         finally:
             trainer.model.train(was_training)
         eos = trainer.processing_class.eos_token_id
@@ -183,6 +198,14 @@ def make_rollout_func(
         metrics = episode_metrics(trajs)
         metrics["episodes/logprobs_missing"] = logprobs_missing_share(trajs)
         metrics["episodes/rollout_seconds"] = time.perf_counter() - started
+        metrics.update(refill)
+        metrics.update(
+            batch_mix_metrics(
+                [str(t.metadata.get("kind") or "unknown") for t in tasks],
+                [t.id for t in tasks],
+                getattr(trainer, "num_generations", 1),
+            )
+        )
         answer_correct = answer_correct_share(tasks, trajs)
         if answer_correct is not None:
             metrics["episodes/answer_correct"] = answer_correct
@@ -203,22 +226,61 @@ def make_rollout_func(
 
 
 def kit_grpo_trainer_class() -> type:
-    """``GRPOTrainer`` plus three hooks: remember the batch's dataset rows for the rollout function, log
-    per-kind reward diagnostics (``toolkit.train.diagnostics``) once the rewards are in, and resume the
-    trained adapter from a checkpoint (``toolkit.train.adapters``)."""
+    """``GRPOTrainer`` plus the kit's hooks: remember the batch's dataset rows for the rollout function, log
+    per-kind reward diagnostics (``toolkit.train.diagnostics``) once the rewards are in, resume the
+    trained adapter from a checkpoint (``toolkit.train.adapters``), and regroup the update's
+    micro-batches by task (``toolkit.train.batching.regroup_micro_batches``)."""
     from trl import GRPOTrainer
 
+    from toolkit.train.batching import regroup_micro_batches, shared_prefix_logps
     from toolkit.train.diagnostics import log_step_diagnostics
     from toolkit.train.importance import SamplerMismatchMetrics
 
     class KitGRPOTrainer(SamplerMismatchMetrics, GRPOTrainer):
         _kit_rows: list[dict[str, Any]] | None = None
+        _kit_regroup = True  # micro-batches by task, cut to length (bench_grpo_step turns it off to compare)
+        _kit_shared_prefix = False  # grpo_sampling.shared_prefix_update: a micro-batch's one prompt run once
 
         def _generate_and_score_completions(self, inputs):
             self._kit_rows = inputs
             return super()._generate_and_score_completions(inputs)
 
+        def _prepare_inputs(self, generation_batch):
+            # a new generation batch: its micro-batches regrouped by task and cut to their own length
+            # (toolkit.train.batching.regroup_micro_batches: the same gradient, fewer padded tokens)
+            before = self._buffered_inputs
+            inputs = super()._prepare_inputs(generation_batch)
+            if self.model.training and self._kit_regroup and self._buffered_inputs is not before:
+                self._buffered_inputs = regroup_micro_batches(self._buffered_inputs)
+                inputs = self._buffered_inputs[self._step % self.args.steps_per_generation]
+            return inputs
+
+        def _get_per_token_logps_and_entropies(
+            self,
+            model,
+            input_ids,
+            attention_mask,
+            logits_to_keep,
+            batch_size=None,
+            compute_entropy=False,
+            **kw,
+        ):
+            # one task's episodes in a micro-batch: its prompt runs once (batching.shared_prefix_logps);
+            # images or an MoE aux loss (any other argument set) take TRL's own path
+            if self._kit_shared_prefix and not any(kw.values()):
+                with self.accelerator.autocast():
+                    shared = shared_prefix_logps(
+                        model, input_ids, attention_mask, logits_to_keep, compute_entropy
+                    )
+                if shared is not None:
+                    return shared[0], shared[1], None
+            return super()._get_per_token_logps_and_entropies(
+                model, input_ids, attention_mask, logits_to_keep, batch_size, compute_entropy, **kw
+            )
+
         def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
+            if len(prompts) == len(inputs):  # dynamic sampling may have replaced rows: TRL logs these prompts
+                prompts[:] = [row["prompt"] for row in inputs]
             rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
             log_step_diagnostics(self, inputs, rewards_per_func)
             return rewards_per_func

@@ -42,7 +42,16 @@ def start_engine(model: str, *, max_lora_rank: int = 16, **overrides: Any) -> tu
     from vllm import LLM
 
     path, tokenizer = resolve_vllm_model(model)
-    kwargs = {"enable_lora": True, "max_lora_rank": max_lora_rank, "max_loras": 1, **overrides}
+    # The prefix cache (vLLM 0.32's default on an x86 CPU, said here so that it stays on): the 8 episodes of
+    # a task share its whole tool-schema prompt, and each turn shares the episode's earlier turns. Reuse is
+    # per KV block (128 tokens on the CPU backend) and per LoRA id, so within one step's rollouts.
+    kwargs = {
+        "enable_lora": True,
+        "max_lora_rank": max_lora_rank,
+        "max_loras": 1,
+        "enable_prefix_caching": True,
+        **overrides,
+    }
     return LLM(**vllm_engine_kwargs(path, **kwargs)), tokenizer
 
 
