@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parent))  # unsloth_fakes
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/ is not part of the installed package
 from unsloth_fakes import FakeFastLanguageModel  # noqa: E402
 
 
