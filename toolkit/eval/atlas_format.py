@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Any
 
 FIELDS = ("TASK", "ENABLED_TOOLS", "PROMPT", "GTFA_CLAIMS", "TRAJECTORY")
-SUFFIXES = (".parquet", ".csv", ".jsonl", ".json")
 
 
 class AtlasFormatError(ValueError):

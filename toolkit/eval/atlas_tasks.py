@@ -324,15 +324,15 @@ def summarize(
     results: Sequence[Any],
     skipped: Sequence[Skip],
     tasks: Sequence[Task] = (),
-    errors: Mapping[str, str] = {},
+    errors: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """Coverage (mean over scored tasks of the mean claim score), pass rate (coverage >= 0.75), and
     every record accounted for: run (with its dropped distractors) or skipped (with the reason)."""
     n = len(results)
     out: dict[str, Any] = {
         "tasks_run": n,
-        "tasks_skipped": len(skipped) + len(errors),
-        "skipped": {s.task: s.reason for s in skipped} | dict(errors),
+        "tasks_skipped": len(skipped) + len(errors or {}),
+        "skipped": {s.task: s.reason for s in skipped} | dict(errors or {}),
         "run": {
             t.id: {
                 "dropped_tools": t.metadata.get("atlas", {}).get("dropped_tools", {}),
