@@ -41,6 +41,8 @@ GOLD_ROWS = [
     ("wrong+short", "wrong+redundant"),  # an extra call costs when the answer is wrong too
     ("right+short", "answer without calls"),  # a right value guessed without the call is not grounded
     ("right+short", "no answer"),  # finishing without an answer is below finishing right
+    ("give up", "answer without calls"),  # a failed attempt beats not calling at all (run 19's drift)
+    ("wrong+short", "answer without calls"),
     # the turn cap and the token cap below every finished episode with the same calls
     ("cap calls, replied", "to the cap"),
     ("cap calls, wrong", "to the cap"),
@@ -190,6 +192,7 @@ def test_lookup_values_match_the_documented_table(tasks, episodes):
         "wrong+short": 0.55,
         "retry wrong": 0.40,
         "give up": 0.40,
+        "answer without calls": 0.30,
         "to the cap": 0.225,
     }
     assert {k: round(reward(task, eps[k]).score, 6) for k in expected} == expected

@@ -28,7 +28,10 @@ the same as one that finishes with a wrong answer after the same calls; nothing 
 - ``finished`` (F): 1 when the episode ended with a non-empty reply (``finish`` or a turn without a
   call, ``toolkit.rewards.finished.REPLIED``), 0.5 for a reply with no text, 0 at the turn or token cap
   or on an error. It makes the cap strictly worse than any reply after the same calls (o and F both
-  drop), and finishing without an answer worse than finishing with one.
+  drop), and finishing without an answer worse than finishing with one. On a task with gold calls a
+  reply without a single call earns no F either (run 19, docs/cpu-proof: with F for it, a reply that
+  looked nothing up tied with a failed attempt, 0.40 each, and abstain-like "answer at once" episodes
+  took over every kind within three GRPO steps): trying the tool is strictly better than not trying.
 - ``economy`` (E): ``0.5 ** extra`` with ``extra = max(0, n_calls - n_gold)``: every call beyond the gold
   call count (PROVE's efficiency budget with beta 0, as cpu-demo sets it; failed calls count) halves it,
   so each extra call costs something on every kind, whatever else the episode got right.
@@ -42,6 +45,7 @@ The weights give, on a one-call lookup (rows tested in tests/test_rewards_outcom
 | right call, wrong answer | 0 | 1 | 1 | 1 | 0.55 |
 | failed call, then the right one, wrong answer | 0 | 1 | 1 | 0.5 | 0.40 |
 | failed call, gives up with an apology | 0 | 0 | 1 | 1 | 0.40 |
+| no call, answers at once (right value or not) | 0 | 0 | 0 | 1 | 0.30 |
 | right call, then again to the turn cap (3 calls) | 0 | 1 | 0 | 0.25 | 0.225 |
 
 Choices, and why:
@@ -136,8 +140,10 @@ class OutcomeReward(Reward):
             outcome = whole.score
         if not replied:
             outcome = 0.0
-        finished = (1.0 if answer_text(traj).strip() else 0.5) if replied else 0.0
         n_calls = len(model_calls(traj))
+        finished = (1.0 if answer_text(traj).strip() else 0.5) if replied else 0.0
+        if task.gold and not n_calls:
+            finished = 0.0  # a reply that looked nothing up on a task that needs calls is not an attempt
         extra = max(0, n_calls - len(task.gold))
         economy = self.extra_call_factor**extra
         comps = {"outcome": outcome, "process": process, "finished": finished, "economy": economy}
