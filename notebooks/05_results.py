@@ -98,6 +98,7 @@ CURVE_RECORD = "../docs/cpu-proof/run16"  # the same recipe to GRPO step 70 on a
 
 # %%
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -109,6 +110,7 @@ from toolkit.eval.suites import SMOKE_LOOP_CONFIG, run_eval
 from toolkit.eval.viewer import viewer_for_dirs
 from toolkit.train.pipeline import PRIMARY_METRIC
 
+os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")  # vLLM's engine logs, one per start, on stdout
 if SMOKE:  # tiny budgets: a couple of tasks per suite, short generations
     N_EVAL, N_SHIPPED, BFCL_LIMIT = 2, 2, 2
     LOOP_CONFIG = {**LOOP_CONFIG, **SMOKE_LOOP_CONFIG}
@@ -215,7 +217,7 @@ if shipped is not None:
 # %%
 if shipped is not None:
     if shipped.record.get("comparison"):
-        columns = ["n_tasks", "before", "after", "diff", "ci_low", "ci_high", "outside_ci"]
+        columns = ["before", "after", "diff", "ci_low", "ci_high", "n_pairs", "outside_ci"]
         display(pd.DataFrame(shipped.record["comparison"]).T.reindex(columns=columns))
     else:
         print(f"{shipped.folder / 'record.json'}: the run had no evaluation of its own (no summary.json)")
