@@ -166,7 +166,7 @@ else:
 if shipped is not None:
     shipped_recipe = shipped.recipe()
     print(f"shipped: {shipped.folder} ({shipped.record['recipe']} recipe, base model {shipped.model})")
-    print(f"  from run {shipped.record['run']}; made by: {shipped.record['commands']['train']}")
+    print(f"  from run {shipped.record['run']}; reproduce: {shipped.record['commands']['reproduce']}")
     shipped_out = out / "shipped"
     shutil.rmtree(shipped_out, ignore_errors=True)  # tasks and evaluations made afresh each time
     shipped_tasks = held_out_set(shipped_recipe, SHIPPED_SEED, N_SHIPPED, shipped_out)

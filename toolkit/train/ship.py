@@ -207,7 +207,8 @@ def ship_adapters(run: str | Path, dest: str | Path) -> Path:
             "logit_check": checks,
             "comparison": run_comparison(run),
             "commands": {
-                "train": f"mcp-rl train --recipe {dest}/recipe.json --out {run} --evaluate --test",
+                # the recipe as run, in a new folder (the run's own command line is not recorded)
+                "reproduce": f"mcp-rl train --recipe {dest}/recipe.json --out RUN --evaluate --test --curve",
                 "ship": f"mcp-rl train --out {run} --ship {dest}",
                 "evaluate": (
                     f"mcp-rl eval --policy {model} --adapter {dest}/grpo --suite kit-eval "
