@@ -58,6 +58,15 @@ if "google.colab" in sys.modules:
 # handed to vLLM under a new id; the held-out evaluations run on the merged weights. Where vLLM is not
 # installed, the same stages generate with transformers. On a GPU with the `gpu` extra, the same recipes
 # run with Unsloth + vLLM (last section).
+#
+# **What this short live run can and cannot show.** `make demo` gives this notebook about half an hour on
+# 2 cores: a 20-step warm start and 4 GRPO steps. That shows the pipeline end to end (the warm start,
+# episodes against live MCP servers, the rewards, the update, checkpoints, the held-out evaluation) and
+# what its curves look like. It cannot show that GRPO helps: 4 steps move the policy less than the paired
+# 95% interval of a 30-task evaluation is wide (the last `make demo`: pass@0.75 -0.033 [-0.100, +0.000],
+# docs/benchmarks.md). The result is in notebook 05: the adapters of a full run of the frozen `cpu-learn`
+# recipe, shipped in the repository (`data/adapters/cpu-learn`) and evaluated there afresh on 200 held-out
+# tasks; this run is shown after them, labelled as what it is.
 
 # %% tags=["parameters"]
 # Parameters (papermill injects SMOKE=True and OUT_DIR in CI)
@@ -210,8 +219,9 @@ else:
     print("evaluation skipped (EVALUATE=False)")
 
 # %% [markdown]
-# Notebook 05 picks up this run folder (`OUT_DIR/run`): it sets the GRPO adapter against this warm start on
-# the same held-out tasks (tables, paired bootstrap, figures), then runs both on BFCL multi-turn.
+# Notebook 05 first evaluates the shipped adapters of a full `cpu-learn` run (the result), then picks up
+# this run folder (`OUT_DIR/run`) as the short live run it is: its GRPO adapter against this warm start on
+# the same held-out tasks (tables, paired bootstrap, figures).
 
 # %% [markdown]
 # ## The full CPU proof (`make reproduce-cpu`)

@@ -216,3 +216,16 @@ def test_first_call_well_formed_per_episode_and_as_a_metric():
     metric = summarize(results)["first_call_well_formed"]
     assert metric.value == pytest.approx(3 / 7) and metric.n == 7
     assert "first_call_well_formed" not in summarize([TaskResult("old", "kit-eval", "lookup", 0.0)])
+
+
+def test_exact_interval_matches_clopper_pearson_and_says_how_high_a_zero_rate_can_be():
+    from toolkit.eval.metrics import exact_interval
+
+    # published Clopper-Pearson values (e.g. R's binom.test): 5/20 and 50/100
+    assert exact_interval(5, 20) == pytest.approx((0.08657, 0.49105), abs=1e-5)
+    assert exact_interval(50, 100) == pytest.approx((0.39832, 0.60168), abs=1e-5)
+    # 0 of n: the bootstrap says [0, 0]; the exact bound is 1 - 0.025**(1/n)
+    assert exact_interval(0, 30) == pytest.approx((0.0, 1 - 0.025 ** (1 / 30)), abs=1e-9)
+    assert exact_interval(30, 30)[1] == 1.0
+    with pytest.raises(ValueError, match="k=3, n=2"):
+        exact_interval(3, 2)

@@ -204,3 +204,7 @@ def test_bfcl_overall_over_several_suites(tmp_path):
     assert table.loc["accuracy", "value"] == pytest.approx(3 / 6)
     assert table.loc["accuracy/multi_turn_base", "value"] == pytest.approx(3 / 4)
     assert table.loc["accuracy/multi_turn_miss_func", "value"] == 0.0
+    zeros = report.accuracy_table(dirs).set_index("suite").loc["bfcl-miss-func"]
+    assert (zeros["right"], zeros["n"]) == (0, 2)
+    assert zeros["bootstrap_high"] == 0.0  # every task failed: the bootstrap says [0, 0]
+    assert zeros["exact_high"] == pytest.approx(1 - 0.025**0.5)  # the exact interval does not

@@ -76,6 +76,7 @@ def test_a_folder_without_an_adapter_is_named(tmp_path):
 class _FakeVLLMPolicy:
     def __init__(self, llm, tokenizer=None, *, name="vllm", lora_request=None, **kwargs):
         self.llm, self.name, self.lora_request, self.closed = llm, name, lora_request, False
+        self.engine_kwargs = kwargs
 
     def close(self):
         self.closed = True
@@ -90,6 +91,24 @@ def test_vllm_eval_on_a_cpu_serves_the_merged_adapter(monkeypatch, tmp_path):
     monkeypatch.setattr(models, "merged_checkpoint", lambda base, adapter, **kw: tmp_path / f"merged-{base}")
     policy = policies.make_policy("vllm:smollm2-135m", adapter=str(tmp_path / "adapter"))
     assert policy.llm == str(tmp_path / "merged-smollm2-135m") and policy.lora_request is None
+
+
+def test_a_vllm_eval_engine_holds_the_suites_context(monkeypatch, tmp_path):
+    """BFCL prompts are 4-5k tokens: the engine gets the loop's context budget (8192 for BFCL), not the
+    CPU default of 4096, which would refuse every prompt."""
+    from toolkit.agent import policies
+    from toolkit.eval.suites import default_rollout, get_suite
+
+    monkeypatch.setattr(policies, "_require_gpu_package", lambda name: None)
+    monkeypatch.setattr(policies, "_vllm_on_cpu", lambda: True)
+    made = []
+    monkeypatch.setattr(
+        policies, "VLLMPolicy", lambda *a, **kw: made.append(_FakeVLLMPolicy(*a, **kw)) or made[-1]
+    )
+    monkeypatch.setattr(models, "merged_checkpoint", lambda base, adapter, **kw: tmp_path / "merged")
+    default_rollout("vllm:smollm2-135m", str(tmp_path / "adapter"), suite=get_suite("bfcl-base"))
+    default_rollout("vllm:smollm2-135m", None, suite=get_suite("kit-eval"))
+    assert [p.engine_kwargs.get("max_model_len") for p in made] == [8192, 4096]
 
 
 def test_the_vllm_backend_evaluates_merged_and_stops_that_engine(monkeypatch, tmp_path):

@@ -200,3 +200,32 @@ def test_learning_curve_figure_needs_two_points(tmp_path):
     assert {p.name for p in written} == {"learning_curve.png", "learning_curve.svg"}
     with pytest.raises(ValueError, match="step 0 and at least one GRPO step"):
         plot_learning_curve([point(0, 0.1)], tmp_path)
+
+
+def test_a_pair_of_adapters_on_a_fresh_seed_is_evaluated_as_the_test_sets_are(tmp_path):
+    """What notebook 05 does with the shipped adapters: the recipe's test-set synthesis from another seed
+    and its evaluation loop, through ``evaluate_pair``."""
+    from toolkit.train.pipeline import evaluate_pair, held_out_set, test_sets
+
+    recipe = recipe_from_dict({**RECIPE, "sft": {"max_steps": 1}})
+
+    class SilentThenGold(GoldVsSilent):
+        def eval_policy(self, adapter, label):
+            self.evaluated.append(label)
+            return GoldPolicy() if label == "after" else ScriptedPolicy(turns("I cannot tell."), name=label)
+
+    out = tmp_path / "shipped"
+    tasks = held_out_set(recipe, 2028, 5, out)
+    assert len(tasks) == 5 and (out / "tasks" / "test-seed2028" / "eval.jsonl").exists()
+    train = {row["prompt"] for row in map(json.loads, (out / "tasks" / "train.jsonl").open())}
+    assert not {t.prompt for t in tasks} & train
+    assert {t.prompt for t in tasks} != {t.prompt for t in test_sets(recipe, tmp_path / "run")[0][1]}
+
+    backend = SilentThenGold()
+    comparison = evaluate_pair(recipe, out / "a", out / "b", tasks, out / "eval", backend=backend)
+    assert comparison["pass@0.75"]["before"] == 0.0 and comparison["pass@0.75"]["after"] == 1.0
+    assert backend.evaluated == ["before", "after"]
+    loop = json.loads((out / "eval" / "after" / "results.json").read_text())["config"]["loop_config"]
+    assert loop["temperature"] == 0.0 and loop["max_turns"] == 3  # greedy, the recipe's rollout
+    evaluate_pair(recipe, out / "a", out / "b", tasks, out / "eval", backend=backend)
+    assert backend.evaluated == ["before", "after"]  # evaluated once

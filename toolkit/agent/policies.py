@@ -648,9 +648,14 @@ def _calls_in_current_user_turn(messages: list[dict[str, Any]]) -> int:
 # --------------------------------------------------------------------------------------------------
 
 
-def make_policy(spec: str, *, adapter: str | None = None, dtype: Any = None) -> Policy:
+def make_policy(
+    spec: str, *, adapter: str | None = None, dtype: Any = None, max_context_tokens: int | None = None
+) -> Policy:
     """Build a policy from a spec string (see the module docstring); ``adapter`` is a PEFT LoRA folder,
-    ``dtype`` is passed to ``load_policy`` (e.g. "bf16", faster on recent CPUs)."""
+    ``dtype`` is passed to ``load_policy`` (e.g. "bf16", faster on recent CPUs). ``max_context_tokens``:
+    the agent loop's context budget, which a vLLM engine must hold (``max_model_len``; on a CPU it is
+    otherwise 4096, and BFCL prompts are 4-5k tokens before the first turn)."""
+    engine = {"max_model_len": max_context_tokens} if max_context_tokens else {}
     if spec == "gold":
         return GoldPolicy()
     if spec.startswith("openai:"):
@@ -663,9 +668,11 @@ def make_policy(spec: str, *, adapter: str | None = None, dtype: Any = None) -> 
             from toolkit.models import merged_checkpoint
 
             merged = merged_checkpoint(spec[len("vllm:") :], adapter)
-            return VLLMPolicy(str(merged), name=f"{spec}+{os.path.basename(str(adapter).rstrip('/'))}")
+            name = f"{spec}+{os.path.basename(str(adapter).rstrip('/'))}"
+            return VLLMPolicy(str(merged), name=name, **engine)
         lora = _lora_request(adapter)
         extra = {"enable_lora": True, "max_lora_rank": _adapter_rank(adapter)} if lora is not None else {}
+        extra.update(engine)
         return VLLMPolicy(spec[len("vllm:") :], lora_request=lora, name=spec, **extra)
     if spec.startswith("unsloth:"):
         _require_gpu_package("unsloth")

@@ -212,6 +212,31 @@ def bootstrap_ratio(
     return Estimate(_ratio(num, den), lo, hi, int((den > 0).sum()))
 
 
+def exact_interval(k: int, n: int, confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """Clopper-Pearson interval of a binomial share ``k / n``. Where every task fails (or passes), the
+    bootstrap resamples only zeros and gives [0, 0], which reads as certainty; this interval says how
+    high the rate could still be (0 of 30: up to 0.116)."""
+    from math import comb
+
+    if n <= 0 or not 0 <= k <= n:
+        raise ValueError(f"need 0 <= k <= n and n > 0, got k={k}, n={n}")
+    alpha = (1 - confidence) / 2
+
+    def at_least(j: int, p: float) -> float:  # P(X >= j) for X ~ Binomial(n, p)
+        return sum(comb(n, i) * p**i * (1 - p) ** (n - i) for i in range(j, n + 1))
+
+    def solve(f: Any) -> float:  # f rises with p from f(0) < 0 to f(1) > 0: bisection
+        lo, hi = 0.0, 1.0
+        for _ in range(60):
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if f(mid) < 0 else (lo, mid)
+        return (lo + hi) / 2
+
+    lower = 0.0 if k == 0 else solve(lambda p: at_least(k, p) - alpha)
+    upper = 1.0 if k == n else solve(lambda p: alpha - (1 - at_least(k + 1, p)))
+    return lower, upper
+
+
 def summarize(
     results: Sequence[TaskResult], n_boot: int = N_BOOT, seed: int = 0, confidence: float = CONFIDENCE
 ) -> dict[str, Estimate]:

@@ -25,6 +25,17 @@ HEADLINE = (
 )
 
 
+# What a small model can move on BFCL while it gets no task right: its first call well formed, fewer
+# failed calls, fewer calls; accuracy first, for the record.
+BFCL_SIGNALS = (
+    "accuracy",
+    "first_call_well_formed",
+    "tool_failure_rate",
+    "tool_calls_per_task",
+    "finish_rate",
+)
+
+
 # On BFCL (a binary score) coverage and the pass rates equal the accuracy: tables show accuracy only.
 BINARY_DUPLICATES = ("coverage", "pass@0.50", "pass@0.75")
 
@@ -84,6 +95,32 @@ def paired_table(
         for k, d in diffs.items()
         if _shown(k, diffs, metrics)
     ]
+    return pd.DataFrame(rows)
+
+
+def accuracy_table(runs: list[Run | str | Path]) -> pd.DataFrame:
+    """BFCL accuracy per run: tasks right of n, the bootstrap 95% CI and the exact (Clopper-Pearson) one,
+    which stays informative where every task fails and the bootstrap gives [0, 0]."""
+    from toolkit.eval.metrics import exact_interval
+
+    rows = []
+    for r in map(_run, runs):
+        right, n = sum(bool(t.correct) for t in r.tasks), len(r.tasks)
+        m = r.aggregate.get("metrics", {}).get("accuracy", {})
+        low, high = exact_interval(right, n) if n else (float("nan"), float("nan"))
+        rows.append(
+            {
+                "suite": r.suite,
+                "run": r.label,
+                "right": right,
+                "n": n,
+                "accuracy": right / n if n else float("nan"),
+                "bootstrap_low": m.get("ci_low"),
+                "bootstrap_high": m.get("ci_high"),
+                "exact_low": low,
+                "exact_high": high,
+            }
+        )
     return pd.DataFrame(rows)
 
 

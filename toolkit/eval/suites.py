@@ -209,7 +209,8 @@ def default_rollout(
     from toolkit.agent.policies import make_policy
 
     config = RolloutConfig(**loop_settings(loop_config, seed, suite))
-    policy = make_policy(policy_spec, adapter=adapter)
+    context = config.max_context_tokens if policy_spec.startswith("vllm:") else None  # the engine's length
+    policy = make_policy(policy_spec, adapter=adapter, max_context_tokens=context)
 
     def run(tasks: list[Task]) -> list[Trajectory]:
         return rollout(tasks, policy, config)  # also works inside Jupyter's running event loop

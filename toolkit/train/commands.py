@@ -9,6 +9,7 @@ mcp-rl train --out runs/cpu-demo --resume --max-steps 40 --allow-recipe-change
 mcp-rl train --recipe cpu-demo --out RUN --evaluate --curve --set grpo.save_steps=5 --set grpo.save_total_limit=null
                                                                     the dev-set learning curve, every 5 steps
 mcp-rl train --out runs/cpu-demo --publish docs/cpu-proof           keep a finished run's record
+mcp-rl train --out runs/cpu-learn --ship data/adapters/cpu-learn     ship its adapters (bf16, checked)
 mcp-rl train --list                                                 the shipped recipes
 """
 
@@ -86,6 +87,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=None,
         help="copy the finished run in --out (summary, recipe, metrics, figures) to DEST, e.g. docs/cpu-proof",
     )
+    p.add_argument(
+        "--ship",
+        metavar="DEST",
+        default=None,
+        help="copy the finished run's warm-start and GRPO adapters in --out (bf16, checked against the "
+        "source) with its recipe and a record to DEST, e.g. data/adapters/cpu-learn",
+    )
     p.set_defaults(func=handle)
 
 
@@ -128,6 +136,11 @@ def handle(args: argparse.Namespace) -> int:
 
         for path in publish_run(args.out, args.publish):
             print(path)
+        return 0
+    if args.ship:
+        from toolkit.train.ship import ship_adapters
+
+        print(ship_adapters(args.out, args.ship))
         return 0
     if args.allow_recipe_change and not args.resume:
         raise ValueError("--allow-recipe-change goes with --resume (a new run has no recipe to differ from)")

@@ -147,27 +147,25 @@ def _of_kinds(tasks: list[Task], kinds: list[str]) -> list[Task]:
 
 
 def test_sets(recipe: Recipe, out: Path) -> list[tuple[int, list[Task]]]:
-    """The recipe's ``eval.test_sets`` as (seed, tasks): the eval split of the recipe's ``synth`` settings
-    generated from another seed (held-out templates as the dev set, new instances), written once into
-    ``out/tasks/test-seed<S>``. Test tasks whose prompt is also a training prompt are dropped."""
+    """The recipe's ``eval.test_sets`` as (seed, tasks) (``held_out_set`` for each)."""
     specs = recipe.eval.get("test_sets") or []
-    if not specs:
-        return []
+    return [(int(s["seed"]), held_out_set(recipe, int(s["seed"]), int(s.get("n", 200)), out)) for s in specs]
+
+
+def held_out_set(recipe: Recipe, seed: int, n: int, out: Path) -> list[Task]:
+    """The eval split of the recipe's ``synth`` settings generated from ``seed`` (held-out templates as the
+    dev set, new instances), written once into ``out/tasks/test-seed<S>``, the first ``n``. Tasks whose
+    prompt is also one of the run's training prompts are dropped (``resolve_task_files``: the run's own,
+    or generated into ``out/tasks`` from the same settings, so the same tasks)."""
     if not recipe.synth:
-        raise ValueError("eval.test_sets needs the recipe's synth section")
-    train_prompts = {
-        t.prompt for t in read_tasks(resolve_task_files(recipe, out)[0], "train")
-    }  # the run's own training tasks
-    sets = []
-    for spec in specs:
-        seed, n = int(spec["seed"]), int(spec.get("n", 200))
-        folder = out / "tasks" / f"test-seed{seed}"
-        if not (folder / "eval.jsonl").exists():
-            _log(f"synthesising test set seed {seed} ({n} tasks) into {folder}")
-            synthesize_tasks({**recipe.synth, "seed": seed, "n_eval": n}, folder)
-        tasks = [t for t in read_tasks(folder / "eval.jsonl", "eval") if t.prompt not in train_prompts]
-        sets.append((seed, tasks[:n]))
-    return sets
+        raise ValueError("a synthesized test set needs the recipe's synth section")
+    train_prompts = {t.prompt for t in read_tasks(resolve_task_files(recipe, out)[0], "train")}
+    folder = out / "tasks" / f"test-seed{seed}"
+    if not (folder / "eval.jsonl").exists():
+        _log(f"synthesising test set seed {seed} ({n} tasks) into {folder}")
+        synthesize_tasks({**recipe.synth, "seed": seed, "n_eval": n}, folder)
+    tasks = [t for t in read_tasks(folder / "eval.jsonl", "eval") if t.prompt not in train_prompts]
+    return tasks[:n]
 
 
 # ---- evaluation ----------------------------------------------------------------------------------------
@@ -190,6 +188,42 @@ def evaluate_policy(policy: Any, tasks: list[Task], out_dir: Path, label: str, l
             k: v for k, v in loop.__dict__.items() if isinstance(v, (int, float, str, bool, type(None)))
         },
     )
+
+
+def eval_loop_config(recipe: Recipe) -> Any:
+    """The held-out evaluation's agent loop: the recipe's rollout settings, greedy, with ``eval.rollout``."""
+    return recipe.loop_config(temperature=0.0, **recipe.eval.get("rollout", {}))
+
+
+def evaluate_adapter(
+    backend: Any, adapter: Path | None, label: str, tasks: list[Task], folder: Path, loop: Any
+) -> None:
+    """Evaluate the base model plus ``adapter`` on ``tasks`` into ``folder``, once: a folder that holds
+    results already is kept."""
+    if (folder / "results.json").exists():
+        return
+    res = evaluate_policy(backend.eval_policy(adapter, label), tasks, folder, label, loop)
+    backend.release()
+    _log(f"{folder}, {label}: {_headline(res)}")
+
+
+def evaluate_pair(
+    recipe: Recipe,
+    before: Path | None,
+    after: Path,
+    tasks: list[Task],
+    out: Path,
+    backend: str | Any | None = None,
+) -> dict[str, Any]:
+    """Two adapters of ``recipe``'s model (``before`` None: the base model) on the same ``tasks``, greedy
+    with the recipe's evaluation loop and backend, into ``out/before`` and ``out/after``; returns the
+    paired comparison of every metric (``compare``). What ``--test`` does for each test set."""
+    if backend is None or isinstance(backend, str):
+        backend = make_backend(choose_backend(recipe, backend), recipe)
+    loop = eval_loop_config(recipe)
+    evaluate_adapter(backend, before, "before", tasks, out / "before", loop)
+    evaluate_adapter(backend, after, "after", tasks, out / "after", loop)
+    return compare(out / "before", out / "after")
 
 
 def evaluate_model(
@@ -348,6 +382,25 @@ def vllm_installed() -> bool:
     return importlib.util.find_spec("vllm") is not None
 
 
+def choose_backend(recipe: Recipe, backend: str | None = None) -> str:
+    """The backend's name: ``backend``, else the recipe's (whose ``vllm`` falls back to ``cpu`` where vLLM
+    is not installed), ``auto`` resolved by ``detect_backend``."""
+    from toolkit.train.device import detect_backend
+
+    requested = backend or recipe.backend
+    if backend is None and requested == "vllm" and not vllm_installed():
+        # the recipe's choice, not the user's: where vLLM does not install (not x86-64 Linux), the
+        # same stages run with transformers generation, slower (README, "vLLM on the CPU")
+        _log("the recipe asks for the vllm backend, and vLLM is not installed: using cpu")
+        requested = "cpu"
+    chosen = detect_backend(requested)
+    if chosen == "gpu":  # Unsloth patches TRL's trainers only when imported before TRL
+        from toolkit.train.unsloth_backend import import_unsloth
+
+        import_unsloth()
+    return chosen
+
+
 def run_recipe(
     recipe: Recipe,
     out_dir: str | Path,
@@ -372,7 +425,7 @@ def run_recipe(
     ``recipe_changes``)."""
     from toolkit.models import check_model_name
     from toolkit.train.config import check_recipe_types, schedule_warnings
-    from toolkit.train.device import describe, detect_backend
+    from toolkit.train.device import describe
 
     out = Path(out_dir)
     if is_main_process():
@@ -384,19 +437,7 @@ def run_recipe(
     if resume and (out / "recipe.json").exists():
         recipe, changes = resumed_recipe(recipe, out, allow_recipe_change)
     check_model_name(recipe.model)  # an unknown name fails in one line, before any stage
-    chosen = None
-    if backend is None or isinstance(backend, str):
-        requested = backend or recipe.backend
-        if backend is None and requested == "vllm" and not vllm_installed():
-            # the recipe's choice, not the user's: where vLLM does not install (not x86-64 Linux), the
-            # same stages run with transformers generation, slower (README, "vLLM on the CPU")
-            _log("the recipe asks for the vllm backend, and vLLM is not installed: using cpu")
-            requested = "cpu"
-        chosen = detect_backend(requested)
-        if chosen == "gpu":  # Unsloth patches TRL's trainers only when imported before TRL
-            from toolkit.train.unsloth_backend import import_unsloth
-
-            import_unsloth()
+    chosen = choose_backend(recipe, backend) if backend is None or isinstance(backend, str) else None
     check_recipe_types(recipe)  # a bad value fails now, not after the warm start (imports TRL)
     for warning in schedule_warnings(recipe):
         _log(f"warning: {warning}")
@@ -466,7 +507,7 @@ def run_stages(
         eval_tasks = eval_tasks[: recipe.eval.get("n_tasks") or len(eval_tasks)]
     _log(f"{len(tasks)} train tasks from {train_file}; {len(eval_tasks)} held-out tasks")
     loop = recipe.loop_config()
-    eval_loop = recipe.loop_config(temperature=0.0, **recipe.eval.get("rollout", {}))
+    eval_loop = eval_loop_config(recipe)
     metrics_path = out / "metrics.jsonl"
 
     # 1. SFT warm start
@@ -578,12 +619,7 @@ def run_stages(
             folder = out / "eval" / f"test-seed{seed}"
             for label, adapter in (("sft-only" if warm else "base", warm), ("grpo", final_adapter)):
                 sub = folder / ("grpo" if label == "grpo" else before_dir.name)
-                if not (sub / "results.json").exists():  # evaluated once: a finished test set is kept
-                    res = evaluate_policy(
-                        backend.eval_policy(adapter, label), test_tasks, sub, label, eval_loop
-                    )
-                    backend.release()
-                    _log(f"test set seed {seed}, {label}: {_headline(res)}")
+                evaluate_adapter(backend, adapter, label, test_tasks, sub, eval_loop)  # once: kept after
             comparison = compare(folder / before_dir.name, folder / "grpo")
             summary["test"][str(seed)] = {"n_tasks": len(test_tasks), "comparison": comparison}
             timings[f"test_seed{seed}_s"] = time.time() - t0

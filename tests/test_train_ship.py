@@ -1,0 +1,126 @@
+"""Shipping a run's adapters (``mcp-rl train --out RUN --ship DEST``, ``toolkit.train.ship``): bfloat16
+copies with only the config and the weights, that load with PEFT and give the source adapter's logits up
+to bf16 rounding, a record with the run's numbers and the files' digests; a missing adapter names itself."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from toolkit.models import TINY_MODEL, load_policy
+from toolkit.train import ship
+
+
+def _adapter(folder: Path, seed: int) -> None:
+    """A LoRA adapter on the tiny model with non-zero B (so it changes the logits), saved in float32 with
+    the extras a trainer leaves beside it."""
+    from peft import LoraConfig, get_peft_model
+
+    model, tokenizer = load_policy(TINY_MODEL)
+    torch.manual_seed(seed)
+    config = LoraConfig(r=4, lora_alpha=16, target_modules="all-linear", init_lora_weights=False)
+    get_peft_model(model, config).save_pretrained(str(folder))
+    tokenizer.save_pretrained(str(folder))
+    (folder / "training_args.bin").write_bytes(b"pickle")
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("run")
+    _adapter(folder / "sft" / "adapter", 0)
+    _adapter(folder / "adapter", 1)
+    from toolkit.train.config import load_recipe, with_overrides
+
+    recipe = with_overrides(load_recipe("cpu-learn"), {"model": TINY_MODEL}).to_dict()
+    (folder / "recipe.json").write_text(json.dumps(recipe))
+    primary = {"before": 0.1, "after": 0.2, "diff": 0.1, "ci_low": 0.05, "ci_high": 0.15, "outside_ci": True}
+    summary = {
+        "comparison": {"pass@0.75": primary, "coverage": primary},
+        "test": {"2026": {"n_tasks": 200, "comparison": {"pass@0.75": primary}}},
+    }
+    (folder / "summary.json").write_text(json.dumps(summary))
+    return folder
+
+
+def _logits(adapter: Path) -> torch.Tensor:
+    model, _ = load_policy(TINY_MODEL, adapter=str(adapter))
+    with torch.no_grad():
+        return model(input_ids=torch.tensor([[1, 42, 7, 300, 12, 99, 5]])).logits
+
+
+def test_shipped_adapters_are_bf16_copies_that_give_the_source_logits(run, tmp_path):
+    dest = tmp_path / "data" / "adapters" / "tiny"
+    record_path = ship.ship_adapters(run, dest)
+    assert record_path == dest / "record.json"
+    assert sorted(p.relative_to(dest).as_posix() for p in dest.rglob("*") if p.is_file()) == [
+        "grpo/adapter_config.json",
+        "grpo/adapter_model.safetensors",
+        "recipe.json",
+        "record.json",
+        "warm_start/adapter_config.json",
+        "warm_start/adapter_model.safetensors",
+    ]
+    from safetensors.torch import load_file
+
+    base = load_policy(TINY_MODEL)[0]
+    with torch.no_grad():
+        base_logits = base(input_ids=torch.tensor([[1, 42, 7, 300, 12, 99, 5]])).logits
+    for side, source in (("warm_start", run / "sft" / "adapter"), ("grpo", run / "adapter")):
+        tensors = load_file(str(dest / side / "adapter_model.safetensors"))
+        assert {t.dtype for t in tensors.values()} == {torch.bfloat16}
+        assert set(tensors) == set(load_file(str(source / "adapter_model.safetensors")))
+        size = (dest / side / "adapter_model.safetensors").stat().st_size
+        assert size < 0.6 * (source / "adapter_model.safetensors").stat().st_size
+        config = json.loads((dest / side / "adapter_config.json").read_text())
+        assert config["base_model_name_or_path"] == TINY_MODEL
+        want, got = _logits(source), _logits(dest / side)
+        effect = (want - base_logits).abs().max()
+        assert effect > 1e-2  # the adapter matters, so the comparison can fail
+        assert (got - want).abs().max() <= 0.05 * effect
+
+    record = json.loads(record_path.read_text())
+    assert record["recipe"] == "cpu-learn" and record["model"] == TINY_MODEL and record["dtype"] == "bfloat16"
+    for name, digest in record["sha256"].items():
+        assert hashlib.sha256((dest / name).read_bytes()).hexdigest() == digest
+    assert record["comparison"]["dev"]["diff"] == 0.1
+    assert record["comparison"]["test-seed2026"]["n_tasks"] == 200
+    assert f"--ship {dest}" in record["commands"]["ship"]
+    assert f"--recipe {dest}/recipe.json" in record["commands"]["reproduce"]
+    assert set(record["logit_check"]) == {"warm_start", "grpo"}
+
+    shipped = ship.load_shipped(dest)
+    assert shipped.model == TINY_MODEL and shipped.grpo == dest / "grpo"
+    assert shipped.recipe().synth["seed"] == 1
+
+
+def test_the_check_refuses_an_adapter_that_is_not_its_source(run):
+    """The other adapter's weights differ by ~100% of the effect: far outside bf16 rounding."""
+    with pytest.raises(ship.ShipError, match="more than bfloat16 rounding"):
+        ship.check_shipped(TINY_MODEL, run / "sft" / "adapter", run / "adapter")
+
+
+def test_a_missing_adapter_names_its_path_and_the_cli_exits_non_zero(run, tmp_path, capsys):
+    from toolkit.cli import main
+
+    broken = tmp_path / "run"
+    (broken / "sft" / "adapter").mkdir(parents=True)
+    for name in ("recipe.json", "sft/adapter/adapter_config.json", "sft/adapter/adapter_model.safetensors"):
+        (broken / name).write_bytes((run / name).read_bytes())
+    dest = tmp_path / "shipped"
+    assert main(["train", "--out", str(broken), "--ship", str(dest)]) == 1
+    err = capsys.readouterr().err
+    assert f"{broken / 'adapter' / 'adapter_config.json'}: missing" in err
+    assert not dest.exists()
+    with pytest.raises(FileNotFoundError, match="record.json: missing"):
+        ship.load_shipped(dest)
+
+
+def test_shipped_folders_are_found_in_the_data_folder():
+    from toolkit.paths import DATA_DIR
+
+    assert ship.shipped_folder() == DATA_DIR / "adapters" / "cpu-learn"
+    assert ship.shipped_folder("x").parent == DATA_DIR / "adapters"

@@ -1,0 +1,224 @@
+"""Ship a finished run's adapters in the repository (``mcp-rl train --out RUN --ship data/adapters/NAME``).
+
+A shipped pair is what the tutorial evaluates without training (notebook 05): the run's warm start
+(``RUN/sft/adapter``) as ``warm_start/`` and its GRPO adapter (``RUN/adapter``) as ``grpo/``. Each keeps
+only ``adapter_config.json`` and ``adapter_model.safetensors``, the tensors cast to bfloat16 (half the
+bytes; a LoRA delta loses nothing that greedy decoding notices, and the check below measures it). No
+tokenizer files (the base model's name says which) and no ``training_args.bin`` (a pickle). Beside them:
+
+- ``recipe.json``: the recipe as run (the shipped pair's rollout and synth settings come from it);
+- ``record.json``: the run, its recipe name, the base model, the commands, the sha256 of every shipped
+  file, and the run's own pass@0.75 comparisons (dev set, test sets) from ``RUN/summary.json``.
+
+After writing, each shipped adapter is loaded with PEFT into the base model and its logits compared with
+the source adapter's; a shipped adapter that differs by more than bfloat16 rounding is refused.
+
+The shipped folders live in the top-level ``data/adapters/`` of a checkout, and in ``toolkit/data/adapters``
+of an installed wheel (``toolkit.paths.DATA_DIR``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from toolkit.paths import DATA_DIR
+
+ADAPTERS_DIR = DATA_DIR / "adapters"
+DEFAULT_SHIPPED = "cpu-learn"  # the frozen issue-31 recipe's adapters
+# shipped name -> the adapter's folder in a run folder
+SOURCES = {"warm_start": "sft/adapter", "grpo": "adapter"}
+ADAPTER_FILES = ("adapter_config.json", "adapter_model.safetensors")
+PRIMARY_METRIC = "pass@0.75"
+# A shipped adapter's logits may differ from its source's by at most this share of the adapter's own
+# effect (source logits - base logits), plus ABS_TOL: bfloat16 keeps 8 bits of mantissa (relative error
+# 2**-9 per weight), so the LoRA delta moves by well under 1%; a wrong or mismatched tensor moves it by ~100%.
+REL_TOL = 0.05
+ABS_TOL = 1e-4
+
+
+class ShipError(ValueError):
+    """A shipped adapter that does not reproduce its source."""
+
+
+def shipped_folder(name: str = DEFAULT_SHIPPED) -> Path:
+    """Where the shipped adapters called ``name`` live: ``data/adapters/<name>`` in a checkout,
+    ``toolkit/data/adapters/<name>`` in an installed wheel."""
+    return ADAPTERS_DIR / name
+
+
+@dataclass(frozen=True)
+class Shipped:
+    """A shipped pair, read back: its folder and its ``record.json``."""
+
+    folder: Path
+    record: dict[str, Any]
+
+    @property
+    def warm_start(self) -> Path:
+        return self.folder / "warm_start"
+
+    @property
+    def grpo(self) -> Path:
+        return self.folder / "grpo"
+
+    @property
+    def model(self) -> str:
+        return self.record["model"]
+
+    def recipe(self) -> Any:
+        from toolkit.train.config import load_recipe
+
+        return load_recipe(self.folder / "recipe.json")
+
+
+def load_shipped(folder: str | Path) -> Shipped:
+    """The shipped pair in ``folder``; a missing file raises FileNotFoundError naming it."""
+    folder = Path(folder)
+    needed = ["record.json", "recipe.json", *(f"{side}/{f}" for side in SOURCES for f in ADAPTER_FILES)]
+    for name in needed:
+        if not (folder / name).is_file():
+            raise FileNotFoundError(
+                f"{folder / name}: missing; ship a finished run with `mcp-rl train --out RUN --ship {folder}`"
+            )
+    return Shipped(folder, json.loads((folder / "record.json").read_text()))
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _source_adapters(run: Path) -> dict[str, Path]:
+    sources = {side: run / rel for side, rel in SOURCES.items()}
+    for folder in sources.values():
+        for name in ADAPTER_FILES:
+            if not (folder / name).is_file():
+                raise FileNotFoundError(f"{folder / name}: missing; ship needs a finished run's adapters")
+    if not (run / "recipe.json").is_file():
+        raise FileNotFoundError(f"{run / 'recipe.json'}: missing; ship needs the run's recipe")
+    return sources
+
+
+def write_bf16_adapter(src: Path, dest: Path, model: str) -> None:
+    """``src``'s config (the base model named by its kit name, not a machine's cache path) and its
+    tensors in bfloat16."""
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    dest.mkdir(parents=True, exist_ok=True)
+    config = json.loads((src / "adapter_config.json").read_text())
+    config["base_model_name_or_path"] = model
+    (dest / "adapter_config.json").write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
+    tensors = {
+        k: (v.to(torch.bfloat16) if v.is_floating_point() else v).contiguous()
+        for k, v in load_file(str(src / "adapter_model.safetensors")).items()
+    }
+    save_file(tensors, str(dest / "adapter_model.safetensors"), metadata={"format": "pt"})
+    (dest / "adapter_model.safetensors").chmod(0o644)  # save_file writes 0600: readable like the rest
+
+
+def logit_gap(model: str, source: Path, shipped: Path) -> tuple[float, float]:
+    """(max |shipped - source| logits, max |source - base| logits) on a fixed chat prompt, the base model
+    in float32 with each adapter loaded by PEFT."""
+    import torch
+    from peft import PeftModel
+
+    from toolkit.models import load_policy
+
+    base, tokenizer = load_policy(model)
+    messages = [{"role": "user", "content": "Which open tickets are assigned to Dana? Use the tools."}]
+    ids = tokenizer.apply_chat_template(messages, add_generation_prompt=True, return_tensors="pt")
+    ids = ids["input_ids"] if not torch.is_tensor(ids) else ids
+    peft = PeftModel.from_pretrained(base, str(source), adapter_name="source")
+    peft.load_adapter(str(shipped), adapter_name="shipped")
+    peft.eval()
+    with torch.no_grad():
+        with peft.disable_adapter():
+            plain = peft(input_ids=ids).logits
+        peft.set_adapter("source")
+        src = peft(input_ids=ids).logits
+        peft.set_adapter("shipped")
+        shp = peft(input_ids=ids).logits
+    return float((shp - src).abs().max()), float((src - plain).abs().max())
+
+
+def check_shipped(model: str, source: Path, shipped: Path) -> dict[str, float]:
+    """Raise ShipError unless ``shipped`` gives ``source``'s logits up to bfloat16 rounding."""
+    gap, effect = logit_gap(model, source, shipped)
+    if gap > REL_TOL * effect + ABS_TOL:
+        raise ShipError(
+            f"{shipped}: logits differ from {source}'s by up to {gap:.4g}, more than bfloat16 rounding "
+            f"allows ({REL_TOL:.0%} of the adapter's own effect {effect:.4g} + {ABS_TOL})"
+        )
+    return {"max_logit_diff": gap, "max_adapter_effect": effect}
+
+
+def run_comparison(run: Path) -> dict[str, Any]:
+    """The run's pass@0.75 comparisons from ``summary.json``: ``dev`` and ``test-seed<S>`` (empty when
+    the run has no summary or no evaluation)."""
+    path = run / "summary.json"
+    if not path.is_file():
+        return {}
+    summary = json.loads(path.read_text())
+    out = {}
+    if PRIMARY_METRIC in (summary.get("comparison") or {}):
+        out["dev"] = summary["comparison"][PRIMARY_METRIC]
+    for seed, test in sorted((summary.get("test") or {}).items()):
+        if PRIMARY_METRIC in test.get("comparison", {}):
+            out[f"test-seed{seed}"] = {"n_tasks": test.get("n_tasks"), **test["comparison"][PRIMARY_METRIC]}
+    return out
+
+
+def ship_adapters(run: str | Path, dest: str | Path) -> Path:
+    """Copy ``run``'s warm start and GRPO adapter to ``dest`` (bfloat16, checked) with ``recipe.json`` and
+    ``record.json``; returns the record's path. ``dest`` is replaced only when everything checked out.
+
+    Raises FileNotFoundError naming a missing adapter file, ShipError when a shipped adapter does not
+    reproduce its source."""
+    run, dest = Path(run), Path(dest)
+    sources = _source_adapters(run)
+    recipe = json.loads((run / "recipe.json").read_text())
+    model = recipe["model"]
+    tmp = dest.parent / f".{dest.name}.shipping"
+    shutil.rmtree(tmp, ignore_errors=True)
+    try:
+        checks = {}
+        for side, src in sources.items():
+            write_bf16_adapter(src, tmp / side, model)
+            checks[side] = check_shipped(model, src, tmp / side)
+        shutil.copyfile(run / "recipe.json", tmp / "recipe.json")
+        shipped = [f"{side}/{name}" for side in SOURCES for name in ADAPTER_FILES] + ["recipe.json"]
+        record = {
+            "run": str(run),
+            "recipe": recipe.get("name"),
+            "model": model,
+            "dtype": "bfloat16",
+            "sources": {side: str(src) for side, src in sources.items()},
+            "source_sha256": {
+                f"{side}/{name}": sha256(src / name)
+                for side, src in sources.items()
+                for name in ADAPTER_FILES
+            },
+            "sha256": {name: sha256(tmp / name) for name in shipped},
+            "logit_check": checks,
+            "comparison": run_comparison(run),
+            "commands": {
+                # the recipe as run, in a new folder (the run's own command line is not recorded)
+                "reproduce": f"mcp-rl train --recipe {dest}/recipe.json --out RUN --evaluate --test --curve",
+                "ship": f"mcp-rl train --out {run} --ship {dest}",
+                "evaluate": (
+                    f"mcp-rl eval --policy {model} --adapter {dest}/grpo --suite kit-eval "
+                    "--tasks TASKS.jsonl --out OUT"
+                ),
+            },
+        }
+        (tmp / "record.json").write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
+        shutil.rmtree(dest, ignore_errors=True)
+        tmp.rename(dest)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return dest / "record.json"
