@@ -61,7 +61,7 @@ bench: setup
 	$(BIN)/python -m bench.run_all
 
 reproduce-cpu: setup
-	$(BIN)/mcp-rl train --recipe cpu-demo --out runs/cpu-demo --evaluate --test
+	$(BIN)/mcp-rl train --recipe cpu-learn --out runs/cpu-learn --evaluate --curve --test
 
 clean:
 	rm -rf build runs .pytest_cache .ruff_cache
