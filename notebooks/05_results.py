@@ -110,7 +110,7 @@ from toolkit.eval.suites import SMOKE_LOOP_CONFIG, run_eval
 from toolkit.eval.viewer import viewer_for_dirs
 from toolkit.train.pipeline import PRIMARY_METRIC
 
-os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")  # vLLM's engine logs, one per start, on stdout
+os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")  # vLLM logs a dozen warnings per engine start, on stdout
 if SMOKE:  # tiny budgets: a couple of tasks per suite, short generations
     N_EVAL, N_SHIPPED, BFCL_LIMIT = 2, 2, 2
     LOOP_CONFIG = {**LOOP_CONFIG, **SMOKE_LOOP_CONFIG}
