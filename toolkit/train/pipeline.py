@@ -264,11 +264,7 @@ def learning_curve(
         if not 0 < step < last_step:
             continue
         folder = out / "eval" / "curve" / f"step-{step}"
-        if not (folder / "results.json").exists():
-            label = f"grpo-step{step}"
-            res = evaluate_policy(backend.eval_policy(ckpt, label), eval_tasks, folder, label, eval_loop)
-            backend.release()
-            _log(f"learning curve, step {step}: {_headline(res)}")
+        evaluate_adapter(backend, ckpt, f"grpo-step{step}", eval_tasks, folder, eval_loop)  # once
         points.append((step, folder))
     points.append((last_step, after_dir))
     return [
