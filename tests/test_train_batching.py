@@ -119,6 +119,44 @@ def test_group_spread_leaves_unscorable_episodes_out():
     assert group_spread([math.nan, 1.0]) == 0.0
 
 
+def test_spread_on_a_component_keeps_only_groups_that_differ_in_it():
+    """``grpo_sampling.spread_on: outcome``: two episodes of a lookup that differ only in their call count
+    differ in the total reward but not in the answer term, so the group counts as flat; a right and a
+    wrong answer differ in both. A component no reward reports is an error that names it."""
+    import torch
+
+    from toolkit.records import read_jsonl
+    from toolkit.rewards import get_reward
+    from toolkit.rewards.drift import drift_episodes
+    from toolkit.rewards.trl import as_trl_reward_func
+    from toolkit.train.batching import trainer_scorer
+
+    eval_file = __import__("pathlib").Path(__file__).resolve().parents[1] / "data" / "tasks" / "eval.jsonl"
+    task = next(t for t in read_jsonl(eval_file, Task) if t.id == "eval-s0-00003")  # a one-call lookup
+    eps = drift_episodes(task, max_turns=3)
+
+    class Trainer:  # what trainer_scorer reads of a GRPOTrainer
+        reward_funcs = [as_trl_reward_func(get_reward("outcome"))]
+        reward_weights = torch.tensor([1.0])
+
+    pairs = {
+        "calls differ": [eps["wrong+short"], eps["wrong+redundant"]],
+        "answers differ": [eps["right+short"], eps["wrong+short"]],
+    }
+    total, outcome = trainer_scorer(Trainer()), trainer_scorer(Trainer(), "outcome")
+    spread = {
+        name: (group_spread(total([task] * 2, trajs)), group_spread(outcome([task] * 2, trajs)))
+        for name, trajs in pairs.items()
+    }
+    assert spread["calls differ"][0] > 0.1 and spread["calls differ"][1] == 0.0
+    assert spread["answers differ"][0] > 0.1 and spread["answers differ"][1] == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="'answer'.*they report: .*economy"):
+        trainer_scorer(Trainer(), "answer")([task], [eps["right+short"]])
+    with pytest.raises(ValueError, match="spread_on"):
+        SamplingConfig.from_recipe({"spread_on": 3})
+    assert SamplingConfig.from_recipe({"spread_on": "outcome"}).spread_on == "outcome"
+
+
 SEEN: list[tuple[str, str, str]] = []
 
 

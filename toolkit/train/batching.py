@@ -47,6 +47,11 @@ class SamplingConfig:
             present in the pool weighs 1, whatever its count. A kind of weight 0 is not sampled.
         min_spread: dynamic sampling threshold on a group's total reward (``spread``); 0 turns it off.
         spread: ``range`` (max - min) or ``std`` (population standard deviation) of the group's rewards.
+        spread_on: ``None``: the spread of the total reward (what TRL's advantages see). A component name
+            (e.g. ``outcome``, the answer term of the ``outcome`` reward): the spread of that component of
+            the recipe's reward(s), so that a group is kept only when its episodes differ in *that*
+            (DAPO's filter on accuracy: a group where no episode, or every episode, got the answer
+            teaches nothing about answers, however its call counts differ).
         max_refill_rounds: at most this many rounds of replacement groups per step; a slot still below
             the threshold after them keeps its widest group.
         shared_prefix_update: in the update, run a micro-batch's prompt once when all its rows share it
@@ -57,6 +62,7 @@ class SamplingConfig:
     kind_weights: dict[str, float] | None = None
     min_spread: float = 0.0
     spread: str = "range"
+    spread_on: str | None = None
     max_refill_rounds: int = 2
     shared_prefix_update: bool = False
 
@@ -72,6 +78,10 @@ class SamplingConfig:
             raise ValueError(f"grpo_sampling.order must be one of {ORDERS}, got {config.order!r}")
         if config.spread not in SPREADS:
             raise ValueError(f"grpo_sampling.spread must be one of {SPREADS}, got {config.spread!r}")
+        if config.spread_on is not None and (not isinstance(config.spread_on, str) or not config.spread_on):
+            raise ValueError(
+                f"grpo_sampling.spread_on must be a reward component name, got {config.spread_on!r}"
+            )
         if not isinstance(config.shared_prefix_update, bool):
             raise ValueError("grpo_sampling.shared_prefix_update must be true or false")
         if config.min_spread < 0 or config.max_refill_rounds < 0:
@@ -192,16 +202,22 @@ def group_spread(rewards: Sequence[float], how: str = "range") -> float:
     return max(scored) - min(scored)
 
 
-def trainer_scorer(trainer: Any) -> Callable[[list[Task], list[Trajectory]], list[float]]:
-    """``(tasks, trajectories) -> total rewards`` with the trainer's own reward functions and weights,
-    summed as TRL sums them (``toolkit.train.diagnostics.weighted_rewards``)."""
+def trainer_scorer(
+    trainer: Any, component: str | None = None
+) -> Callable[[list[Task], list[Trajectory]], list[float]]:
+    """``(tasks, trajectories) -> rewards`` with the trainer's own reward functions and weights.
+
+    ``component`` None: the total reward, summed as TRL sums it (``toolkit.train.diagnostics.weighted_rewards``).
+    A component name: that entry of each kit reward's breakdown, weighted like its reward and summed over
+    the rewards that report it (``grpo_sampling.spread_on``). Unscorable episodes are NaN either way."""
     import json
 
     import torch
 
+    from toolkit.rewards.trl import TRLRewardFunc, environment_failed
     from toolkit.train.diagnostics import weighted_rewards
 
-    def score(tasks: list[Task], trajs: list[Trajectory]) -> list[float]:
+    def total(tasks: list[Task], trajs: list[Trajectory]) -> list[float]:
         kwargs = {
             "task": [json.dumps(t.to_dict(), sort_keys=True) for t in tasks],
             "trajectory": [t.to_dict() for t in trajs],
@@ -213,7 +229,26 @@ def trainer_scorer(trainer: Any) -> Callable[[list[Task], list[Trajectory]], lis
         table = torch.tensor(per_func, dtype=torch.float32).T
         return weighted_rewards(table, trainer.reward_weights)
 
-    return score
+    def part(tasks: list[Task], trajs: list[Trajectory]) -> list[float]:
+        values = [0.0] * len(tasks)
+        reported: set[str] = set()
+        for func, weight in zip(trainer.reward_funcs, trainer.reward_weights.tolist(), strict=True):
+            if not isinstance(func, TRLRewardFunc):
+                continue
+            for i, (res, traj) in enumerate(zip(func.reward.batch(tasks, trajs), trajs, strict=True)):
+                reported.update(res.breakdown)
+                if res.details.get("unscorable") or environment_failed(traj):
+                    values[i] = math.nan
+                elif component in res.breakdown:
+                    values[i] += weight * float(res.breakdown[component])
+        if tasks and component not in reported:
+            raise ValueError(
+                f"grpo_sampling.spread_on: no reward of the recipe reports a component {component!r}"
+                f" (they report: {sorted(reported) or 'none'})"
+            )
+        return values
+
+    return total if component is None else part
 
 
 @dataclass
@@ -239,7 +274,8 @@ class RefillReport:
 
 
 class DynamicSampling:
-    """Drop groups whose reward spread is below ``config.min_spread`` and sample other tasks instead.
+    """Drop groups whose reward spread (of the total, or of ``config.spread_on``) is below
+    ``config.min_spread`` and sample other tasks instead.
 
     Args:
         pool: the tasks replacements are drawn from (GRPO's task list).

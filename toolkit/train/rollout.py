@@ -180,7 +180,7 @@ def make_rollout_func(
                     trajs,
                     trainer.num_generations,
                     run=lambda ts: rollout(ts, policy, loop_config, n=1, open_episode=open_episode),
-                    score=trainer_scorer(trainer),
+                    score=trainer_scorer(trainer, dynamic.config.spread_on),
                     on_replace=replace_rows(rows, trainer.num_generations),
                 )
                 refill = report.metrics()
