@@ -294,6 +294,7 @@ def test_cpu_learn_batches_four_tasks_of_eight_per_optimizer_step(tmp_path):
     sampling = SamplingConfig.from_recipe(recipe.grpo_sampling)
     assert sampling.order == "stratified" and sampling.dynamic and recipe.grpo_task_kinds is None
     assert sampling.shared_prefix_update is True
+    assert sampling.spread_on == "outcome"  # run 21: groups kept when their answers differ
     assert recipe.reward == ["outcome"]
     demo = cfg.load_recipe("cpu-demo")  # the frozen record keeps one task a step
     assert tasks_per_step(cfg.build_grpo_config(demo, tmp_path / "d", use_cpu=True)) == 1
@@ -312,6 +313,7 @@ def test_grpo_sampling_section_is_checked_when_read_and_before_a_run():
         ({"kind_weights": {"lookup": -1}}, "kind_weights"),
         ({"kind_weights": {"lookup": 0}}, "kind_weights"),
         ({"shared_prefix_update": "yes"}, "true or false"),
+        ({"spread_on": 3}, "spread_on must be a reward component name"),
         ("stratified", "must be a mapping"),
     ]:
         with pytest.raises(cfg.RecipeError, match=message):
