@@ -7,6 +7,7 @@ import hashlib
 import json
 import math
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
@@ -131,7 +132,7 @@ def test_spread_on_a_component_keeps_only_groups_that_differ_in_it():
     from toolkit.rewards.trl import as_trl_reward_func
     from toolkit.train.batching import trainer_scorer
 
-    eval_file = __import__("pathlib").Path(__file__).resolve().parents[1] / "data" / "tasks" / "eval.jsonl"
+    eval_file = Path(__file__).resolve().parents[1] / "data" / "tasks" / "eval.jsonl"
     task = next(t for t in read_jsonl(eval_file, Task) if t.id == "eval-s0-00003")  # a one-call lookup
     eps = drift_episodes(task, max_turns=3)
 

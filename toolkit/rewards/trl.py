@@ -33,6 +33,12 @@ def environment_failed(traj: Trajectory) -> bool:
     return traj.stop_reason == "error" and traj.metadata.get("error_source", "environment") == "environment"
 
 
+def scorable(result: Any, traj: Trajectory) -> bool:
+    """Whether an episode's reward counts: a result marked unscorable (e.g. every judge reply failed) and
+    an episode the environment broke (``environment_failed``) are left out of their group's baseline."""
+    return not result.details.get("unscorable") and not environment_failed(traj)
+
+
 class TRLRewardFunc:
     """A kit reward as a TRL reward function (a picklable callable object; TRL logs its ``__name__``)."""
 
@@ -62,10 +68,7 @@ class TRLRewardFunc:
                 f"{self.__name__}/ungraded_items", sum(int(r.details.get("ungraded", 0)) for r in results)
             )
         # None (NaN to TRL) leaves the sample out of the group baseline: a broken server is not the model's fault.
-        return [
-            None if r.details.get("unscorable") or environment_failed(t) else float(r.score)
-            for r, t in zip(results, trajs, strict=True)
-        ]
+        return [float(r.score) if scorable(r, t) else None for r, t in zip(results, trajs, strict=True)]
 
     def __repr__(self) -> str:
         return f"<TRL reward function {self.__name__}>"

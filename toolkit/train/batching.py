@@ -214,7 +214,7 @@ def trainer_scorer(
 
     import torch
 
-    from toolkit.rewards.trl import TRLRewardFunc, environment_failed
+    from toolkit.rewards.trl import TRLRewardFunc, scorable
     from toolkit.train.diagnostics import weighted_rewards
 
     def total(tasks: list[Task], trajs: list[Trajectory]) -> list[float]:
@@ -237,7 +237,7 @@ def trainer_scorer(
                 continue
             for i, (res, traj) in enumerate(zip(func.reward.batch(tasks, trajs), trajs, strict=True)):
                 reported.update(res.breakdown)
-                if res.details.get("unscorable") or environment_failed(traj):
+                if not scorable(res, traj):
                     values[i] = math.nan
                 elif component in res.breakdown:
                     values[i] += weight * float(res.breakdown[component])
