@@ -92,6 +92,22 @@ def test_hand_computed_values():
         assert est.ci_low <= est.value + 1e-12 and est.value <= est.ci_high + 1e-12
 
 
+def test_calls_over_and_under_the_gold_count():
+    # a one-call lookup answered with three calls (2 over), a two-call chain stopped after one (1 under),
+    # an abstain task with one call (1 over), and an older result without the gold count (left out)
+    res = [
+        TaskResult("a", "kit-eval", "lookup", 1.0, n_calls=3, n_gold_calls=1),
+        TaskResult("b", "kit-eval", "chain", 0.0, n_calls=1, n_gold_calls=2),
+        TaskResult("c", "kit-eval", "abstain", 0.0, n_calls=1, n_gold_calls=0),
+        TaskResult("d", "kit-eval", "lookup", 1.0, n_calls=5),
+    ]
+    m = summarize(res, n_boot=100)
+    assert m["calls_over_gold_per_task"].value == pytest.approx(3 / 3)
+    assert m["calls_under_gold_per_task"].value == pytest.approx(1 / 3)
+    assert m["tool_calls_per_task"].value == pytest.approx(10 / 4)  # every task, as before
+    assert "calls_over_gold_per_task" not in summarize(kit_results(), n_boot=50)  # no gold counts known
+
+
 def test_bfcl_accuracy_per_category_and_overall():
     res = [
         TaskResult(f"b{i}", "bfcl", "multi_turn_base", float(c), correct=c)

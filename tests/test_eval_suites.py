@@ -216,6 +216,9 @@ def test_gold_policy_scores_100_percent_on_kit_eval(tmp_path):
         assert m[name]["value"] == 1.0, name
     assert m["error_rate"]["value"] == 0.0
     assert any(k.startswith("rubric/") for k in m)
+    # the gold policy makes exactly the gold calls: none over, none under
+    assert m["calls_over_gold_per_task"]["value"] == m["calls_under_gold_per_task"]["value"] == 0.0
+    assert all(r.n_gold_calls is not None for r in read_task_results(tmp_path / "out" / "results.jsonl"))
 
 
 def test_bfcl_checker_fails_an_incomplete_trajectory(tmp_path):

@@ -60,6 +60,9 @@ class TaskResult:
     error: str | None = None  # the episode or its scoring failed; the task counts as score 0
     details: dict[str, Any] = field(default_factory=dict)
     first_call_well_formed: bool | None = None  # see first_call_well_formed(); None in older results
+    n_gold_calls: int | None = (
+        None  # calls the task's gold trajectory makes (kit-eval); None in older results
+    )
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> TaskResult:
@@ -139,6 +142,14 @@ def metric_components(results: Sequence[TaskResult]) -> dict[str, tuple[np.ndarr
     calls = np.array([r.n_calls for r in results], dtype=float)
     failed = np.array([r.n_failed_calls for r in results], dtype=float)
     comps["tool_calls_per_task"] = (calls, ones)
+    if any(r.n_gold_calls is not None for r in results):
+        # More calls per task is not the same change everywhere: a policy that stops after one call on
+        # two-call tasks gains calls by making the missing one, a drifting policy by repeating itself.
+        # Split against the gold call count (tasks without one count in neither).
+        known = np.array([r.n_gold_calls is not None for r in results], dtype=float)
+        gold = np.array([r.n_gold_calls or 0 for r in results], dtype=float)
+        comps["calls_over_gold_per_task"] = (np.maximum(calls - gold, 0) * known, known)
+        comps["calls_under_gold_per_task"] = (np.maximum(gold - calls, 0) * known, known)
     comps["tool_failure_rate"] = (failed, calls)
     comps["finish_rate"] = (np.array([r.stop_reason == "finish" for r in results], dtype=float), ones)
     comps["error_rate"] = (np.array([r.error is not None for r in results], dtype=float), ones)

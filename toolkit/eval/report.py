@@ -20,6 +20,8 @@ HEADLINE = (
     "accuracy",
     "atlas_coverage",
     "tool_calls_per_task",
+    "calls_over_gold_per_task",
+    "calls_under_gold_per_task",
     "tool_failure_rate",
     "finish_rate",
 )

@@ -155,6 +155,7 @@ def task_result(suite: Suite, task: Task, traj: Trajectory, scorers: dict[str, S
         error="; ".join(errors) or None,
         details={name: _score_details(r) for name, r in scores.items()},
         first_call_well_formed=first_call_well_formed(traj),
+        n_gold_calls=None if suite.bfcl_category else len(task.gold),
     )
 
 
