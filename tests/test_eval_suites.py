@@ -9,7 +9,16 @@ import pytest
 
 from toolkit.eval import suites
 from toolkit.eval.metrics import read_task_results
-from toolkit.records import STOP_REASONS, CallRecord, RewardResult, RubricItem, Task, Trajectory, read_jsonl
+from toolkit.records import (
+    STOP_REASONS,
+    CallRecord,
+    GoldCall,
+    RewardResult,
+    RubricItem,
+    Task,
+    Trajectory,
+    read_jsonl,
+)
 
 
 def make_tasks(n: int) -> list[Task]:
@@ -302,3 +311,52 @@ def test_loop_settings_layering():
     s = suites.loop_settings({"max_context_tokens": 5000, "temperature": 0.7}, 3, bfcl)
     assert (s["max_context_tokens"], s["temperature"], s["seed"]) == (5000, 0.7, 3)
     assert suites.loop_settings(None, 0)["temperature"] == 0.0  # greedy unless asked
+
+
+def test_compare_cli_fills_in_gold_call_counts_of_older_results(tmp_path, capsys):
+    """`mcp-rl compare BEFORE AFTER --tasks` on results written before they recorded the gold call count:
+    the count comes from the tasks file, so the over/under split appears; a wrong tasks file is named."""
+    from toolkit.cli import main
+    from toolkit.eval.metrics import TaskResult
+    from toolkit.records import write_jsonl
+
+    tasks = make_tasks(4)
+    for t in tasks:
+        t.gold = [GoldCall("search_tickets", {"customer": 1})] * (1 if t.metadata["kind"] == "lookup" else 2)
+    write_jsonl(tmp_path / "tasks.jsonl", tasks)
+    # before: one call everywhere (the two-call aggregates are one short); after: two calls everywhere
+    # (the aggregates complete, the one-call lookups one over)
+    for name, calls in (("before", 1), ("after", 2)):
+        (tmp_path / name).mkdir()
+        write_jsonl(
+            tmp_path / name / "results.jsonl",
+            [TaskResult(t.id, "kit-eval", t.metadata["kind"], 0.5, n_calls=calls) for t in tasks],
+        )
+    assert main(["compare", str(tmp_path / "before"), str(tmp_path / "after"), "--json"]) == 0
+    assert "calls_over_gold_per_task" not in json.loads(capsys.readouterr().out)  # counts unknown
+    args = [
+        "compare",
+        str(tmp_path / "before"),
+        str(tmp_path / "after"),
+        "--tasks",
+        str(tmp_path / "tasks.jsonl"),
+    ]
+    assert main([*args, "--json"]) == 0
+    diffs = json.loads(capsys.readouterr().out)
+    assert diffs["calls_under_gold_per_task"]["before"] == pytest.approx(0.5)  # 2 of 4 tasks one short
+    assert diffs["calls_under_gold_per_task"]["after"] == pytest.approx(0.0)
+    assert diffs["calls_over_gold_per_task"]["diff"] == pytest.approx(0.5)  # the lookups, one over each
+    assert diffs["tool_calls_per_task"]["diff"] == pytest.approx(1.0)
+    assert main(args) == 0
+    assert "calls_over_gold_per_task" in capsys.readouterr().out
+
+    write_jsonl(tmp_path / "other.jsonl", make_tasks(2))
+    wrong = [
+        "compare",
+        str(tmp_path / "before"),
+        str(tmp_path / "after"),
+        "--tasks",
+        str(tmp_path / "other.jsonl"),
+    ]
+    assert main(wrong) == 1
+    assert "other.jsonl: no task 'task-2'" in capsys.readouterr().err

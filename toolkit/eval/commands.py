@@ -42,6 +42,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="print the aggregate metrics as JSON")
     p.set_defaults(func=_eval)
 
+    c = subparsers.add_parser(
+        "compare",
+        help="paired comparison of two eval folders on the same tasks: after - before with 95%% CIs",
+        description="Every metric of two eval output folders (results.jsonl), after - before on the tasks "
+        "both ran, with its paired-bootstrap 95%% interval; '*' marks a change outside it.",
+    )
+    c.add_argument("before", help="eval output folder (the baseline)")
+    c.add_argument("after", help="eval output folder")
+    c.add_argument(
+        "--tasks",
+        default=None,
+        help="the tasks JSONL the folders were evaluated on: fills in the gold call counts of results "
+        "written before they recorded them (calls_over_gold_per_task, calls_under_gold_per_task)",
+    )
+    c.add_argument("--json", action="store_true", help="print the differences as JSON")
+    c.set_defaults(func=_compare)
+
     q = subparsers.add_parser(
         "plot",
         help="figures (PNG + SVG) from eval results, a training metrics.jsonl and the published numbers",
@@ -91,6 +108,30 @@ def _eval(args: argparse.Namespace) -> int:
         )
         for name, m in metrics.items():
             print(f"  {name:32s} {m['value']:8.3f}  [{m['ci_low']:.3f}, {m['ci_high']:.3f}]")
+    return 0
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from toolkit.eval.metrics import paired_bootstrap, read_task_results, with_gold_calls
+    from toolkit.records import Task, read_jsonl
+
+    before, after = (read_task_results(Path(d) / "results.jsonl") for d in (args.before, args.after))
+    if args.tasks:
+        gold = {t.id: len(t.gold) for t in read_jsonl(args.tasks, Task)}
+        before, after = (with_gold_calls(rs, gold, args.tasks) for rs in (before, after))
+    diffs = paired_bootstrap(before, after)
+    if args.json:
+        print(json.dumps({name: d.to_dict() for name, d in diffs.items()}, indent=2))
+        return 0
+    n = next(iter(diffs.values())).n_pairs if diffs else 0
+    print(f"{args.before} -> {args.after}: {n} tasks in both")
+    for name, d in diffs.items():
+        mark = "*" if d.outside_ci else " "
+        print(
+            f"  {name:32s} {d.before:7.3f} -> {d.after:7.3f}  {d.diff:+.3f} [{d.ci_low:+.3f}, {d.ci_high:+.3f}] {mark}"
+        )
     return 0
 
 

@@ -96,6 +96,25 @@ def read_task_results(path: str | Path) -> list[TaskResult]:
     return read_jsonl(path, TaskResult)
 
 
+def with_gold_calls(
+    results: Sequence[TaskResult], gold_calls: dict[str, int], source: str
+) -> list[TaskResult]:
+    """``results`` with each missing ``n_gold_calls`` filled in from ``gold_calls`` (task id -> the gold
+    trajectory's call count), for results written before they recorded it. A result whose task is not
+    in ``gold_calls`` is an error naming ``source`` (the tasks file): the wrong tasks file, not a gap."""
+    missing = sorted({r.task_id for r in results if r.n_gold_calls is None} - set(gold_calls))
+    if missing:
+        raise RecordError(
+            f"{source}: no task {missing[0]!r} ({len(missing)} result task id(s) not in this file)"
+        )
+    return [
+        r
+        if r.n_gold_calls is not None
+        else TaskResult.from_dict({**r.to_dict(), "n_gold_calls": gold_calls[r.task_id]})
+        for r in results
+    ]
+
+
 @dataclass
 class Estimate:
     """A metric value with its percentile-bootstrap confidence interval; ``n`` = tasks it is over."""
