@@ -74,9 +74,10 @@ SMOKE = False
 OUT_DIR = "../build/notebooks/04_grpo_training"
 RECIPE = "cpu-demo"  # bespoke | scale | prove | cpu-demo (toolkit/train/recipes/*.yaml)
 MODEL = None  # None: the recipe's model (cpu-demo: the embedded smollm2-135m)
-# Budgets: a ~20-minute tour on a 2-core CPU (`make demo`). The full CPU proof (the recipe's own
-# budgets: 20 SFT steps, 26 GRPO steps, 200 held-out tasks) is `make reproduce-cpu`; its run folder is
-# shown at the end of this notebook when it exists (PROOF_RUN).
+# Budgets: a ~20-minute tour on a 2-core CPU (`make demo`). The full CPU proof is `make reproduce-cpu`
+# (the `cpu-learn` recipe at its own budgets: a 60-step warm start, 8 GRPO steps of 4 tasks x 8 episodes,
+# 200 dev and 2 x 200 test tasks); its run folder is shown at the end of this notebook when it exists
+# (PROOF_RUN).
 SFT_STEPS = 20  # warm-start steps (batch 4)
 GRPO_STEPS = 4  # GRPO steps (1 task x 8 episodes each); the recipe's own is 26
 N_TASKS = 120  # synthesised train tasks
@@ -84,8 +85,8 @@ N_EVAL = 30  # held-out tasks for the before/after comparison; the recipe's own 
 EVALUATE = True  # greedy held-out evaluation of the SFT-only and the GRPO model
 THREADS = 0  # torch CPU threads (0: torch's default)
 BACKEND = None  # None: the recipe's (cpu-demo: vllm, or cpu where vLLM is not installed) | cpu | vllm | gpu
-PROOF_RUN = "../runs/cpu-demo"  # a finished `make reproduce-cpu` run folder, shown when present
-PROOF_RECORD = "../docs/cpu-proof/run13"  # a kept proof run (summary, metrics, figures): run 13, dev set
+PROOF_RUN = "../runs/cpu-learn"  # a finished `make reproduce-cpu` run folder, shown when present
+PROOF_RECORD = "../docs/cpu-proof/run22"  # the kept cpu-learn run (summary, metrics, figures): run 22
 
 # %%
 if SMOKE:  # seconds, not an hour: a random tiny model, one step of each stage
@@ -227,13 +228,16 @@ else:
 # ## The full CPU proof (`make reproduce-cpu`)
 #
 # A few GRPO steps on 30 tasks (above) show the machinery, not learning: the confidence intervals are
-# wider than any change such a short run can make. `make reproduce-cpu` runs the `cpu-demo` recipe at its
-# own budgets (about 58 minutes on 2 cores) and writes `runs/cpu-demo`; when that folder exists, its curves
-# and its paired comparison (SFT-only vs SFT + GRPO, 200 held-out tasks) are shown here. Measured (README,
-# "The CPU proof"; every run in docs/cpu-proof/README.md): pass@0.75 0.06 -> 0.10, +0.04 [+0.010, +0.075],
-# outside the paired CI, in 57.9 minutes, on older pins. Below, without running anything: the kept record
-# of run 13, the same recipe on the current pins (float32 on an AVX2-only CPU), on the dev set, with its
-# learning curve: pass@0.75 +0.015 [-0.015, +0.045] after 26 steps, inside the CI.
+# wider than any change such a short run can make. `make reproduce-cpu` runs the `cpu-learn` recipe at its
+# own budgets and writes `runs/cpu-learn`: the warm start, GRPO, the dev-set learning curve and the two
+# test sets (about 1 hour on a 2-core CPU with AVX-512 BF16; every stage and run in
+# docs/cpu-proof/README.md). When that folder exists, its curves and its paired comparisons (SFT-only vs
+# SFT + GRPO) are shown here. Below, without running anything: the kept record of run 22, the frozen
+# `cpu-learn` recipe whose adapters notebook 05 evaluates. On its dev set (200 tasks, the set it was tuned
+# on) pass@0.75 went 0.255 -> 0.310, +0.055 [+0.010, +0.100]; on the two test sets no run was tuned on,
+# -0.020 [-0.070, +0.030] and +0.030 [-0.010, +0.075]: inside the CIs. What GRPO taught there is the calls
+# the warm start left out (writes with their arguments, second calls on two-call tasks), not a gain in
+# pass@0.75 that holds on unseen tasks.
 
 
 # %%
@@ -285,9 +289,12 @@ else:
 # `mcp-rl train --recipe bespoke --model Qwen/Qwen2.5-1.5B-Instruct --out runs/bespoke` picks it
 # automatically. The cell below only runs where that is possible (it is not exercised in CI).
 #
-# Several GPUs: start TRL's vLLM server on one GPU (`trl vllm-serve --model M`) and the trainer on the
-# others with `accelerate launch --num_processes N -m toolkit.cli train ... --set grpo.use_vllm=true
-# --set grpo.vllm_mode=server`; on CPUs, `torchrun --nproc_per_node 2` runs DDP over gloo (tested in CI).
+# Several GPUs: serve the base model with vLLM's OpenAI-compatible server (runtime LoRA loading on) on one
+# GPU and train on the others with `accelerate launch --num_processes N -m toolkit.cli train ...
+# --backend vllm-server --vllm-url URL`: the trainer loads its adapter into the server after every
+# optimizer step (docs/scale-out.md; run in CI on the CPU, not on GPUs). TRL's own server mode
+# (`grpo.use_vllm`) is not for the kit's rollout loop. On CPUs, `torchrun --nproc_per_node 2` runs DDP over
+# gloo (tested in CI).
 
 # %%
 from toolkit.train.device import describe, detect_backend
