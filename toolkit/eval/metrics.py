@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -60,9 +60,8 @@ class TaskResult:
     error: str | None = None  # the episode or its scoring failed; the task counts as score 0
     details: dict[str, Any] = field(default_factory=dict)
     first_call_well_formed: bool | None = None  # see first_call_well_formed(); None in older results
-    n_gold_calls: int | None = (
-        None  # calls the task's gold trajectory makes (kit-eval); None in older results
-    )
+    # calls the task's gold trajectory makes (kit-eval); None on BFCL suites and in older results
+    n_gold_calls: int | None = None
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> TaskResult:
@@ -108,10 +107,7 @@ def with_gold_calls(
             f"{source}: no task {missing[0]!r} ({len(missing)} result task id(s) not in this file)"
         )
     return [
-        r
-        if r.n_gold_calls is not None
-        else TaskResult.from_dict({**r.to_dict(), "n_gold_calls": gold_calls[r.task_id]})
-        for r in results
+        r if r.n_gold_calls is not None else replace(r, n_gold_calls=gold_calls[r.task_id]) for r in results
     ]
 
 
