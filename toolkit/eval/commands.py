@@ -112,16 +112,11 @@ def _eval(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
-    from toolkit.eval.metrics import paired_bootstrap, read_task_results, with_gold_calls
+    from toolkit.eval.metrics import compare_folders
     from toolkit.records import Task, read_jsonl
 
-    before, after = (read_task_results(Path(d) / "results.jsonl") for d in (args.before, args.after))
-    if args.tasks:
-        gold = {t.id: len(t.gold) for t in read_jsonl(args.tasks, Task)}
-        before, after = (with_gold_calls(rs, gold, args.tasks) for rs in (before, after))
-    diffs = paired_bootstrap(before, after)
+    gold = {t.id: len(t.gold) for t in read_jsonl(args.tasks, Task)} if args.tasks else None
+    diffs = compare_folders(args.before, args.after, gold, source=args.tasks or "")
     if args.json:
         print(json.dumps({name: d.to_dict() for name, d in diffs.items()}, indent=2))
         return 0

@@ -111,6 +111,17 @@ def with_gold_calls(
     ]
 
 
+def compare_folders(
+    before_dir: str | Path, after_dir: str | Path, gold_calls: dict[str, int] | None = None, source: str = ""
+) -> dict[str, Difference]:
+    """``paired_bootstrap`` of two eval output folders (their ``results.jsonl``); ``gold_calls`` fills in
+    the gold call counts of older results (``with_gold_calls``, ``source`` naming where they came from)."""
+    before, after = (read_task_results(Path(d) / "results.jsonl") for d in (before_dir, after_dir))
+    if gold_calls is not None:
+        before, after = (with_gold_calls(rs, gold_calls, source) for rs in (before, after))
+    return paired_bootstrap(before, after)
+
+
 @dataclass
 class Estimate:
     """A metric value with its percentile-bootstrap confidence interval; ``n`` = tasks it is over."""

@@ -275,12 +275,9 @@ def learning_curve(
 
 def compare(before_dir: Path, after_dir: Path) -> dict[str, Any]:
     """Paired bootstrap (same tasks) of every metric: after - before with its 95% interval."""
-    from toolkit.eval.metrics import paired_bootstrap, read_task_results
+    from toolkit.eval.metrics import compare_folders
 
-    diffs = paired_bootstrap(
-        read_task_results(before_dir / "results.jsonl"), read_task_results(after_dir / "results.jsonl")
-    )
-    return {name: d.to_dict() for name, d in diffs.items()}
+    return {name: d.to_dict() for name, d in compare_folders(before_dir, after_dir).items()}
 
 
 # ---- the run -------------------------------------------------------------------------------------------
