@@ -112,6 +112,38 @@ def test_dynamic_sampling_drops_flat_groups_and_refills_them_with_other_tasks():
     _, _, stuck = ties.resample(tasks, run(tasks), 2, run=run, score=lambda ts, _: [0.0] * len(ts))
     assert stuck.rounds == 2 and stuck.dropped == stuck.still_flat == 4 and stuck.refilled == 0
     assert len(runs) == 3  # the batch, then two refill rounds
+    assert report.flat_slots == [] and stuck.flat_slots == [0, 1, 2, 3]
+
+
+def test_flat_groups_drop_zeroes_the_advantages_of_the_still_flat_slots(monkeypatch):
+    """``grpo_sampling.flat_groups: drop``: every episode of a slot still flat after the refill rounds
+    gets advantage 0 in what TRL scored; ``keep`` leaves the batch as TRL computed it."""
+    import torch
+    from trl import GRPOTrainer
+
+    from toolkit.train.batching import RefillReport, silenced_rows
+    from toolkit.train.rollout import kit_grpo_trainer_class
+
+    report = RefillReport(groups=3, dropped=2, still_flat=1, flat_slots=[1])
+    assert silenced_rows(report, 2, "keep") == []
+    assert silenced_rows(report, 2, "drop") == [2, 3]
+    with pytest.raises(ValueError, match="flat_groups"):
+        SamplingConfig.from_recipe({"flat_groups": "zero"})
+
+    advantages = [1.0, -1.0, 2.0, -2.0, 0.5, -0.5]
+    silenced: list[int] = []
+
+    def trl_scoring(self, inputs):  # TRL calls the rollout function in here, which sets _kit_silenced
+        self._kit_silenced = list(silenced)
+        return {"advantages": torch.tensor(advantages)}
+
+    monkeypatch.setattr(GRPOTrainer, "_generate_and_score_completions", trl_scoring)
+    cls = kit_grpo_trainer_class()
+    trainer = cls.__new__(cls)
+    assert trainer._generate_and_score_completions([{}] * 6)["advantages"].tolist() == advantages
+    silenced[:] = silenced_rows(report, 2, "drop")
+    out = trainer._generate_and_score_completions([{}] * 6)["advantages"].tolist()
+    assert out == [1.0, -1.0, 0.0, 0.0, 0.5, -0.5]
 
 
 def test_group_spread_leaves_unscorable_episodes_out():

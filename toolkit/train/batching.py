@@ -34,6 +34,7 @@ from toolkit.records import Task, Trajectory
 
 ORDERS = ("shuffle", "stratified")
 SPREADS = ("range", "std")
+FLAT_GROUPS = ("keep", "drop")
 
 
 @dataclass
@@ -54,6 +55,10 @@ class SamplingConfig:
             teaches nothing about answers, however its call counts differ).
         max_refill_rounds: at most this many rounds of replacement groups per step; a slot still below
             the threshold after them keeps its widest group.
+        flat_groups: what a slot still below the threshold after the refill rounds teaches. ``keep``: its
+            widest group goes into the update like any other. ``drop``: its advantages are set to 0, so
+            that only groups that differ in ``spread_on`` move the policy (DAPO fills its batch with such
+            groups only; with ``spread_on: outcome`` a kept flat group taught call counts, not answers).
         shared_prefix_update: in the update, run a micro-batch's prompt once when all its rows share it
             (``shared_prefix_logps``; the micro-batches are regrouped by task, ``regroup_micro_batches``).
     """
@@ -64,6 +69,7 @@ class SamplingConfig:
     spread: str = "range"
     spread_on: str | None = None
     max_refill_rounds: int = 2
+    flat_groups: str = "keep"
     shared_prefix_update: bool = False
 
     @classmethod
@@ -81,6 +87,10 @@ class SamplingConfig:
         if config.spread_on is not None and (not isinstance(config.spread_on, str) or not config.spread_on):
             raise ValueError(
                 f"grpo_sampling.spread_on must be a reward component name, got {config.spread_on!r}"
+            )
+        if config.flat_groups not in FLAT_GROUPS:
+            raise ValueError(
+                f"grpo_sampling.flat_groups must be one of {FLAT_GROUPS}, got {config.flat_groups!r}"
             )
         if not isinstance(config.shared_prefix_update, bool):
             raise ValueError("grpo_sampling.shared_prefix_update must be true or false")
@@ -261,6 +271,7 @@ class RefillReport:
     refilled: int = 0  # slots whose final group is a replacement
     still_flat: int = 0  # slots below the threshold after the last round
     extra_episodes: int = 0
+    flat_slots: list[int] = dataclasses.field(default_factory=list)  # which slots those are
 
     def metrics(self) -> dict[str, float]:
         n = max(1, self.groups)
@@ -349,7 +360,16 @@ class DynamicSampling:
             flat = still
         report.refilled = len(replaced)
         report.still_flat = len(flat)
+        report.flat_slots = sorted(flat)
         return tasks, trajs, report
+
+
+def silenced_rows(report: RefillReport, group_size: int, flat_groups: str) -> list[int]:
+    """The batch rows whose advantages ``flat_groups: drop`` sets to 0: every episode of a slot that is
+    still flat after the refill rounds (none with ``keep``)."""
+    if flat_groups == "keep":
+        return []
+    return [g * group_size + i for g in report.flat_slots for i in range(group_size)]
 
 
 def replace_rows(rows: list[dict[str, Any]], group_size: int) -> Callable[[int, Task], None]:

@@ -17,8 +17,8 @@ A recipe has these sections (each documented, with its source, in the recipe fil
   tool-output truncation, temperature) plus ``first_turn_only``
 - ``grpo``: ``trl.GRPOConfig`` fields, passed through unchanged (TRL documents each one)
 - ``grpo_sampling``: which tasks share a GRPO step and dynamic sampling
-  (``toolkit.train.batching.SamplingConfig``: order, kind_weights, min_spread, spread, max_refill_rounds,
-  shared_prefix_update)
+  (``toolkit.train.batching.SamplingConfig``: order, kind_weights, min_spread, spread, spread_on, max_refill_rounds,
+  flat_groups, shared_prefix_update)
 - ``eval``: held-out evaluation budgets for ``mcp-rl train --evaluate``
 
 Overrides use dotted keys: ``with_overrides(recipe, {"grpo.max_steps": 5})``.

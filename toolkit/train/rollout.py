@@ -155,7 +155,7 @@ def make_rollout_func(
             replaced by groups of other tasks (and the trainer's rows with them) before TRL scores them.
     """
     from toolkit.agent.loop import rollout
-    from toolkit.train.batching import batch_mix_metrics, replace_rows, trainer_scorer
+    from toolkit.train.batching import batch_mix_metrics, replace_rows, silenced_rows, trainer_scorer
     from toolkit.train.diagnostics import answer_correct_share
 
     started_logs: set[Path] = set()
@@ -172,6 +172,7 @@ def make_rollout_func(
         trainer.model.eval()  # no dropout while sampling; TRL switches back for the update
         started = time.perf_counter()
         refill: dict[str, float] = {}
+        trainer._kit_silenced = []
         try:
             trajs = rollout(tasks, policy, loop_config, n=1, open_episode=open_episode)
             if dynamic is not None:
@@ -184,6 +185,10 @@ def make_rollout_func(
                     on_replace=replace_rows(rows, trainer.num_generations),
                 )
                 refill = report.metrics()
+                trainer._kit_silenced = silenced_rows(
+                    report, trainer.num_generations, dynamic.config.flat_groups
+                )
+                refill["dynamic/silenced_share"] = len(trainer._kit_silenced) / max(1, len(trajs))
         finally:
             trainer.model.train(was_training)
         eos = trainer.processing_class.eos_token_id
@@ -240,10 +245,14 @@ def kit_grpo_trainer_class() -> type:
         _kit_rows: list[dict[str, Any]] | None = None
         _kit_regroup = True  # micro-batches by task, cut to length (bench_grpo_step turns it off to compare)
         _kit_shared_prefix = False  # grpo_sampling.shared_prefix_update: a micro-batch's one prompt run once
+        _kit_silenced: list[int] = []  # rows of still-flat groups under grpo_sampling.flat_groups: drop
 
         def _generate_and_score_completions(self, inputs):
             self._kit_rows = inputs
-            return super()._generate_and_score_completions(inputs)
+            output = super()._generate_and_score_completions(inputs)
+            if self._kit_silenced:  # set by the rollout function for this very batch
+                output["advantages"][self._kit_silenced] = 0.0
+            return output
 
         def _prepare_inputs(self, generation_batch):
             # a new generation batch: its micro-batches regrouped by task and cut to their own length
