@@ -58,6 +58,20 @@ def test_single_quotes_and_python_literals():
     ]
 
 
+def test_python_literals_json_cannot_hold_are_an_error_not_a_call():
+    """Run 25 (docs/cpu-proof) stopped at GRPO step 8 when a sampled call's arguments held a Python set and
+    the rollout log could not write it: such a call goes back to the model as a bad_json error."""
+    for text, what in [
+        ("{'name': 'tag', 'arguments': {'labels': {'a', 'b'}}}", "a set"),
+        ("{'name': 'tag', 'arguments': {'x': [1, b'y']}}", "a bytes"),
+        ("{'name': 'tag', 'arguments': {1: 'a', 'b': 2}}", "a non-string key"),
+    ]:
+        (call,) = parse_turn(f"<tool_call>{text}</tool_call>").calls
+        assert call.arguments is None and call.error == f"bad_json: arguments must be JSON values, got {what}"
+    (ok,) = parse_turn("<tool_call>{'name': 'a', 'arguments': {'xs': (1, 2)}}</tool_call>").calls
+    assert ok.error is None and json.loads(json.dumps(ok.arguments)) == {"xs": [1, 2]}
+
+
 def test_code_fence_inside_block_and_bare_fenced_call():
     fenced = '<tool_call>\n```json\n{"name": "a", "arguments": {"x": "y"}}\n```\n</tool_call>'
     assert calls_of(fenced) == [("a", {"x": "y"}, True)]

@@ -7,7 +7,8 @@ counted as a failure, because a call whose intent is unambiguous is a call:
 - a missing ``</tool_call>`` (the block runs to the next ``<tool_call>`` or the end of the turn);
 - the JSON wrapped in a Markdown code fence, or a turn that is *only* a fenced / bare call object;
 - Python-style literals (single quotes, True/False/None), parsed with ``ast.literal_eval`` (never
-  ``eval``), and one or two missing closing braces;
+  ``eval``), and one or two missing closing braces; arguments holding what JSON cannot (a set, bytes,
+  a non-string key) are a ``bad_json`` error, not a call;
 - ``arguments`` given as a JSON string, or named ``parameters`` / ``args`` / ``input``; the OpenAI
   ``{"type": "function", "function": {...}}`` wrapper.
 
@@ -139,7 +140,23 @@ def parse_arguments(value: Any) -> tuple[dict[str, Any] | None, str | None]:
         value = decoded
     if not isinstance(value, dict):
         return None, f"bad_json: arguments must be an object, got {type(value).__name__}"
+    odd = _not_json(value)
+    if odd is not None:  # a Python literal can hold what JSON cannot (sets, bytes, non-string keys)
+        return None, f"bad_json: arguments must be JSON values, got {odd}"
     return value, None
+
+
+def _not_json(value: Any) -> str | None:
+    """What in a decoded value JSON cannot hold (e.g. ``"a set"``), or None when all of it is JSON."""
+    if value is None or isinstance(value, str | bool | int | float):
+        return None
+    if isinstance(value, list | tuple):
+        return next((odd for item in value if (odd := _not_json(item)) is not None), None)
+    if isinstance(value, dict):
+        if not all(isinstance(key, str) for key in value):
+            return "a non-string key"
+        return next((odd for item in value.values() if (odd := _not_json(item)) is not None), None)
+    return f"a {type(value).__name__}"
 
 
 def format_call(name: str, arguments: dict[str, Any]) -> str:
