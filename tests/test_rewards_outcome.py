@@ -18,6 +18,7 @@ import pytest
 from toolkit.records import RecordError, Task, read_jsonl, write_jsonl
 from toolkit.rewards import get_reward
 from toolkit.rewards.drift import Call, drift_episodes, episode, old_reward
+from toolkit.rewards.outcome import extra_arguments
 from toolkit.rewards.perturb import gold_answer
 
 EVAL = Path(__file__).resolve().parents[1] / "data" / "tasks" / "eval.jsonl"
@@ -196,6 +197,27 @@ def test_lookup_values_match_the_documented_table(tasks, episodes):
         "to the cap": 0.225,
     }
     assert {k: round(reward(task, eps[k]).score, 6) for k in expected} == expected
+
+
+def test_an_argument_the_gold_call_does_not_use_costs_only_when_asked(tasks, episodes):
+    """``extra_argument_factor``: run 25's lookups passed arguments the task did not need (company_name
+    beside company_id). Off by default (the shipped recipe's scores stay as they were); at 0.5 one such
+    argument costs what an extra call costs (0.30 * 0.5), and the right answer still outweighs it."""
+    import copy
+
+    task, right = tasks["lookup"], episodes["lookup"]["right+short"]
+    padded = copy.deepcopy(right)
+    call = next(c for c in padded.calls if c.name == task.gold[0].name)
+    call.args = {**call.args, "company_name": "Acme"}
+    assert extra_arguments(task, right) == 0 and extra_arguments(task, padded) == 1
+    default, strict = get_reward("outcome"), get_reward("outcome", extra_argument_factor=0.5)
+    assert default(task, padded).score == pytest.approx(default(task, right).score) == pytest.approx(1.0)
+    assert strict(task, right).score == pytest.approx(1.0)
+    assert strict(task, padded).score == pytest.approx(0.85)
+    assert strict(task, padded).details["extra_arguments"] == 1
+    assert strict(task, padded).score > strict(task, episodes["lookup"]["wrong+short"]).score
+    with pytest.raises(ValueError, match="extra_argument_factor"):
+        get_reward("outcome", extra_argument_factor=0.0)
 
 
 def test_weights_are_checked():

@@ -34,7 +34,10 @@ the same as one that finishes with a wrong answer after the same calls; nothing 
   took over every kind within three GRPO steps): trying the tool is strictly better than not trying.
 - ``economy`` (E): ``0.5 ** extra`` with ``extra = max(0, n_calls - n_gold)``: every call beyond the gold
   call count (PROVE's efficiency budget with beta 0, as cpu-demo sets it; failed calls count) halves it,
-  so each extra call costs something on every kind, whatever else the episode got right.
+  so each extra call costs something on every kind, whatever else the episode got right. Optionally
+  (``extra_argument_factor`` below 1, off by default) every argument the gold calls of that tool do not
+  use multiplies it too: run 25 (docs/cpu-proof) doubled the lookups that pass such arguments
+  (``company_name`` beside ``company_id``), which nothing in the reward saw.
 
 The weights give, on a one-call lookup (rows tested in tests/test_rewards_outcome.py):
 
@@ -103,12 +106,19 @@ class OutcomeReward(Reward):
         weights: ``outcome``, ``process``, ``finished``, ``economy`` (missing keys keep their default);
             non-negative and summing to 1, so that the range stays [0, 1].
         extra_call_factor: what each call beyond the gold count multiplies ``economy`` by (0.5).
+        extra_argument_factor: what each argument no gold call of that tool uses multiplies ``economy``
+            by (1.0: not counted). Calls to tools outside the gold are left to the call count and ``process``.
     """
 
     name = "outcome"
     range = (0.0, 1.0)
 
-    def __init__(self, weights: dict[str, float] | None = None, extra_call_factor: float = 0.5):
+    def __init__(
+        self,
+        weights: dict[str, float] | None = None,
+        extra_call_factor: float = 0.5,
+        extra_argument_factor: float = 1.0,
+    ):
         unknown = set(weights or {}) - set(DEFAULT_WEIGHTS)
         if unknown:
             raise ValueError(f"unknown outcome weight(s) {sorted(unknown)}; known: {list(DEFAULT_WEIGHTS)}")
@@ -118,6 +128,9 @@ class OutcomeReward(Reward):
         if not 0.0 < extra_call_factor < 1.0:
             raise ValueError(f"extra_call_factor must be in (0, 1), got {extra_call_factor}")
         self.extra_call_factor = extra_call_factor
+        if not 0.0 < extra_argument_factor <= 1.0:
+            raise ValueError(f"extra_argument_factor must be in (0, 1], got {extra_argument_factor}")
+        self.extra_argument_factor = extra_argument_factor
         self.grader = ProgrammaticGrader()
 
     def score(self, task: Task, traj: Trajectory) -> RewardResult:
@@ -145,7 +158,8 @@ class OutcomeReward(Reward):
         if task.gold and not n_calls:
             finished = 0.0  # a reply that looked nothing up on a task that needs calls is not an attempt
         extra = max(0, n_calls - len(task.gold))
-        economy = self.extra_call_factor**extra
+        extra_args = extra_arguments(task, traj)
+        economy = self.extra_call_factor**extra * self.extra_argument_factor**extra_args
         comps = {"outcome": outcome, "process": process, "finished": finished, "economy": economy}
         total = sum(self.weights[k] * v for k, v in comps.items())
         details: dict[str, Any] = {
@@ -153,12 +167,26 @@ class OutcomeReward(Reward):
             "n_calls": n_calls,
             "n_gold": len(task.gold),
             "extra_calls": extra,
+            "extra_arguments": extra_args,
             "stop_reason": traj.stop_reason,
             "items": whole.details["items"],
         }
         if whole.details.get("unscorable"):
             details["unscorable"] = True  # no essential item could be graded: TRL leaves it out
         return RewardResult(total, comps, details)
+
+
+def extra_arguments(task: Task, traj: Trajectory) -> int:
+    """Arguments the model passed that no gold call of the same tool uses, summed over its calls (calls
+    to tools the gold does not call, and calls whose arguments did not parse, count 0 here)."""
+    gold_keys: dict[str, set[str]] = {}
+    for call in task.gold:
+        gold_keys.setdefault(call.name, set()).update(call.arguments)
+    return sum(
+        len(set(call.args) - gold_keys[call.name])
+        for call in model_calls(traj)
+        if call.args and call.name in gold_keys
+    )
 
 
 def _share(task: Task, grades: list[ItemGrade], categories: Sequence[str], default: float) -> float:
