@@ -84,7 +84,7 @@ SHIPPED_ADAPTERS = None  # a `mcp-rl train --ship DEST` folder; None: the shippe
 N_SHIPPED = 200  # held-out tasks for the shipped pair (paired 95% CI about +-0.03 to +-0.05 at 200)
 SHIPPED_SEED = 2028  # synth seed of those tasks: no run trains, tunes or tests on it
 SHIPPED_BACKEND = None  # None: the shipped recipe's (vllm, or cpu where vLLM is not installed)
-SHIPPED_RECORD = "../docs/cpu-proof/run22"  # the shipped run's published record (its learning curve)
+SHIPPED_RECORD = "../docs/cpu-proof/run25"  # the shipped run's published record (its learning curve)
 TRAIN_RUN = None  # a `mcp-rl train --out DIR` folder; None: notebook 04's run (../04_grpo_training/run)
 N_EVAL = (
     None  # held-out kit tasks when the run has no evaluation of its own (None: all of its held-out tasks)
@@ -414,7 +414,7 @@ display(Image(filename=str(fig_dir / "reference.png")))
 # curves). Pass@0.75 gained by GRPO over the warm start on the dev set, and on each **test set** (held-out
 # tasks from synth seeds no run was tuned on) the record has, with the paired 95% CI; then the dev-set
 # learning curve. Run 13 (the older cpu-demo recipe), kept here, has the dev set and the curve only; the
-# shipped run (run 22, above) is the first whose recipe was frozen and scored on the test sets
+# shipped run (run 25, above; run 22 before it) is the latest whose recipe was frozen and scored on test sets
 # (docs/cpu-proof/README.md).
 
 # %%

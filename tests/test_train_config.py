@@ -314,6 +314,7 @@ def test_grpo_sampling_section_is_checked_when_read_and_before_a_run():
         ({"kind_weights": {"lookup": 0}}, "kind_weights"),
         ({"shared_prefix_update": "yes"}, "true or false"),
         ({"spread_on": 3}, "spread_on must be a reward component name"),
+        ({"flat_groups": "zero"}, "flat_groups must be one of"),
         ("stratified", "must be a mapping"),
     ]:
         with pytest.raises(cfg.RecipeError, match=message):
