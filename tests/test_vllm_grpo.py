@@ -10,7 +10,6 @@ logprobs can be compared tightly with the trainer's. Skipped where vllm is not i
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
 import pytest
@@ -72,15 +71,23 @@ def checkpoint(tmp_path_factory):
     torch.manual_seed(0)
     model = LlamaForCausalLM(config)
     # A random model would almost never end its turn, and an episode cut by the token budget ends there.
-    # The (untied) output row of <|im_end|> is set so that, where a model turn starts, its logit is about
-    # log(vocabulary): an even chance to end the turn at once, so some episodes reach the follow-up turn.
-    from toolkit.agent.chat import ChatFormat
+    # The (untied) output row of <|im_end|> is set so that, where a model turn starts, sampling at
+    # TEMPERATURE ends the turn at once with an even chance, so some episodes reach the follow-up turn.
+    # Where: the first turn of tasks()[0] as the loop builds it, system prompt and tool schemas included
+    # (set to log(vocabulary) on a bare user message, about 1 first turn in 10 ended: CI once saw none in 16).
+    from toolkit.agent.testing import ScriptedPolicy
 
-    start = ChatFormat(tokenizer).prompt_text([{"role": "user", "content": "Add 1 and 3."}], [])
-    ids = tokenizer(start, add_special_tokens=False, return_tensors="pt")["input_ids"]
+    probe = RolloutConfig(max_turns=1, max_new_tokens=2, max_context_tokens=1024)
+    (first,) = rollout(
+        tasks()[:1], ScriptedPolicy(lambda request: "ok", tokenizer), probe, open_episode=fake_opener()
+    )
+    ids = torch.tensor([first.prompt_ids])
     with torch.no_grad():
         hidden = model.model(input_ids=ids).last_hidden_state[0, -1]
-        model.lm_head.weight[tokenizer.eos_token_id] = math.log(len(tokenizer)) * hidden / hidden.norm() ** 2
+        eos = tokenizer.eos_token_id
+        scaled = model.lm_head(hidden) / TEMPERATURE
+        rest = torch.logsumexp(torch.cat([scaled[:eos], scaled[eos + 1 :]]), 0)  # every other token
+        model.lm_head.weight[eos] = TEMPERATURE * rest * hidden / hidden.norm() ** 2  # p(eos) = 0.5
     folder = tmp_path_factory.mktemp("tiny64")
     model.save_pretrained(str(folder))
     tokenizer.save_pretrained(str(folder))
