@@ -33,6 +33,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--max-new-tokens", type=int, default=None, help="tokens per generation")
     p.add_argument("--max-context-tokens", type=int, default=None)
     p.add_argument("--max-tool-output-tokens", type=int, default=None)
+    p.add_argument(
+        "--tool-output-cut",
+        choices=("tail", "json"),
+        default=None,
+        help="tail: keep an over-long output's first tokens (default); json: shorten a JSON reply's lists, keep its fields",
+    )
     p.add_argument("--temperature", type=float, default=None, help="0 = greedy")
     p.add_argument("--no-finish-tool", action="store_true", help="do not offer the finish tool")
     p.add_argument("--strict-validation", action="store_true", help="no argument coercion")
@@ -60,6 +66,7 @@ def run_rollout(args: argparse.Namespace) -> int:
         "max_new_tokens": args.max_new_tokens,
         "max_context_tokens": args.max_context_tokens,
         "max_tool_output_tokens": args.max_tool_output_tokens,
+        "tool_output_cut": args.tool_output_cut,
         "temperature": args.temperature,
     }
     config = RolloutConfig(

@@ -27,6 +27,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from toolkit.agent.chat import ChatFormat, clean_text
+from toolkit.agent.output_cut import check_tool_output_cut, cut_tool_output
 from toolkit.agent.parsing import ParsedCall, normalize_call, parse_turn
 from toolkit.agent.policies import Generation, GenerationRequest, Policy
 from toolkit.agent.schema import check_arguments
@@ -74,6 +75,10 @@ class RolloutConfig:
     max_tool_output_tokens: int = 512
     """Tool outputs longer than this are cut, with a visible marker saying how much was dropped
     (counted with the policy's tokenizer, or ~4 characters a token without one)."""
+    tool_output_cut: str = "tail"
+    """How an output over ``max_tool_output_tokens`` is cut (``toolkit.agent.output_cut``): ``tail``
+    keeps its first tokens; ``json`` takes items off the end of a JSON reply's longest lists and keeps
+    its shape and every scalar field, such as the ``total`` or ``count`` that servers put last."""
     relaxed_validation: bool = True
     """Coerce arguments to the tool's JSON schema where unambiguous ("3" -> 3 for an integer)."""
     finish_tool: bool = True
@@ -110,6 +115,7 @@ class RolloutConfig:
 
     def __post_init__(self) -> None:
         check_tool_format(self.tool_format)
+        check_tool_output_cut(self.tool_output_cut)
 
 
 def default_system_prompt(finish_tool: bool) -> str:
@@ -556,17 +562,14 @@ class _Episode:
 
     def _truncate(self, text: str) -> str:
         """The tool message text: encodable (no lone surrogates), cut to the tool-output budget."""
-        text = clean_text(text)
-        limit = self.config.max_tool_output_tokens
-        if self.fmt is not None:
-            ids = self.fmt.encode(text)
-            if len(ids) <= limit:
-                return text
-            return self.fmt.decode(ids[:limit]) + f"\n[... truncated: showing {limit} of {len(ids)} tokens]"
-        chars = 4 * limit
-        if len(text) <= chars:
-            return text
-        return text[:chars] + f"\n[... truncated: showing {chars} of {len(text)} characters]"
+        fmt = self.fmt
+        return cut_tool_output(
+            clean_text(text),
+            self.config.max_tool_output_tokens,
+            self.config.tool_output_cut,
+            fmt.encode if fmt is not None else None,
+            fmt.decode if fmt is not None else None,
+        )
 
 
 def _later_tools(task: Task) -> dict[int, list[str]]:

@@ -187,6 +187,14 @@ def recipe_from_dict(data: dict[str, Any], name: str = "custom") -> Recipe:
                 f"recipe {name!r}: rollout.tool_format must be one of {', '.join(TOOL_FORMATS)},"
                 f" got {rollout['tool_format']!r}"
             )
+    if "tool_output_cut" in rollout:
+        from toolkit.agent.output_cut import TOOL_OUTPUT_CUTS
+
+        if rollout["tool_output_cut"] not in TOOL_OUTPUT_CUTS:
+            raise RecipeError(
+                f"recipe {name!r}: rollout.tool_output_cut must be one of {', '.join(TOOL_OUTPUT_CUTS)},"
+                f" got {rollout['tool_output_cut']!r}"
+            )
     rewards = data["reward"] if isinstance(data["reward"], list) else [data["reward"]]
     weights = (data.get("grpo") or {}).get("reward_weights")
     if weights is not None and len(weights) != len(rewards):
@@ -583,6 +591,7 @@ TABLE_KEYS = (
     ("grpo", "per_device_train_batch_size", "completions / device step"),
     ("rollout", "max_turns", "turn cap"),
     ("rollout", "max_tool_output_tokens", "tool output cap (tokens)"),
+    ("rollout", "tool_output_cut", "tool output cut"),
 )
 
 
