@@ -37,7 +37,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--tool-output-cut",
         choices=("tail", "json"),
         default=None,
-        help="tail: keep an over-long output's first tokens (default); json: shorten a JSON reply's lists, keep its fields",
+        help="tail: keep an over-long output's first tokens (default); json: the same, and name the JSON fields the cut hid",
     )
     p.add_argument("--temperature", type=float, default=None, help="0 = greedy")
     p.add_argument("--no-finish-tool", action="store_true", help="do not offer the finish tool")
