@@ -77,8 +77,8 @@ class RolloutConfig:
     (counted with the policy's tokenizer, or ~4 characters a token without one)."""
     tool_output_cut: str = "tail"
     """How an output over ``max_tool_output_tokens`` is cut (``toolkit.agent.output_cut``): ``tail``
-    keeps its first tokens; ``json`` takes items off the end of a JSON reply's longest lists and keeps
-    its shape and every scalar field, such as the ``total`` or ``count`` that servers put last."""
+    keeps its first tokens; ``json`` keeps them too and names in the marker the top-level fields of a
+    JSON reply that the cut hid, such as the ``total`` or ``count`` that servers put last."""
     relaxed_validation: bool = True
     """Coerce arguments to the tool's JSON schema where unambiguous ("3" -> 3 for an integer)."""
     finish_tool: bool = True
