@@ -1,5 +1,6 @@
-"""Tool outputs cut to the loop's token budget: ``tail`` keeps the first tokens, ``json`` keeps a JSON
-reply's shape and scalar fields (the ``count`` / ``total`` servers put last) and shortens its lists."""
+"""Tool outputs cut to the loop's token budget: ``tail`` keeps the first tokens, ``json`` keeps a shorter
+head and names in the marker the top-level fields of a JSON object that the cut hid (the ``count`` /
+``total`` that servers put last)."""
 
 from __future__ import annotations
 
