@@ -15,6 +15,8 @@ import sys
 from pathlib import Path
 from typing import IO, Any
 
+from toolkit.agent.output_cut import TOOL_OUTPUT_CUTS
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
@@ -35,7 +37,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--max-tool-output-tokens", type=int, default=None)
     p.add_argument(
         "--tool-output-cut",
-        choices=("tail", "json"),
+        choices=TOOL_OUTPUT_CUTS,
         default=None,
         help="tail: keep an over-long output's first tokens (default); json: the same, and name the JSON fields the cut hid",
     )

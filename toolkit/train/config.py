@@ -179,21 +179,13 @@ def recipe_from_dict(data: dict[str, Any], name: str = "custom") -> Recipe:
     bad = set(rollout) - known
     if bad:
         raise RecipeError(f"recipe {name!r}: unknown rollout key(s) {sorted(bad)}; known: {sorted(known)}")
-    if "tool_format" in rollout:
-        from toolkit.agent.tool_text import TOOL_FORMATS
+    from toolkit.agent.output_cut import TOOL_OUTPUT_CUTS
+    from toolkit.agent.tool_text import TOOL_FORMATS
 
-        if rollout["tool_format"] not in TOOL_FORMATS:
+    for key, allowed in (("tool_format", TOOL_FORMATS), ("tool_output_cut", TOOL_OUTPUT_CUTS)):
+        if key in rollout and rollout[key] not in allowed:
             raise RecipeError(
-                f"recipe {name!r}: rollout.tool_format must be one of {', '.join(TOOL_FORMATS)},"
-                f" got {rollout['tool_format']!r}"
-            )
-    if "tool_output_cut" in rollout:
-        from toolkit.agent.output_cut import TOOL_OUTPUT_CUTS
-
-        if rollout["tool_output_cut"] not in TOOL_OUTPUT_CUTS:
-            raise RecipeError(
-                f"recipe {name!r}: rollout.tool_output_cut must be one of {', '.join(TOOL_OUTPUT_CUTS)},"
-                f" got {rollout['tool_output_cut']!r}"
+                f"recipe {name!r}: rollout.{key} must be one of {', '.join(allowed)}, got {rollout[key]!r}"
             )
     rewards = data["reward"] if isinstance(data["reward"], list) else [data["reward"]]
     weights = (data.get("grpo") or {}).get("reward_weights")
