@@ -61,6 +61,9 @@ class SamplingConfig:
             groups only; with ``spread_on: outcome`` a kept flat group taught call counts, not answers).
         shared_prefix_update: in the update, run a micro-batch's prompt once when all its rows share it
             (``shared_prefix_logps``; the micro-batches are regrouped by task, ``regroup_micro_batches``).
+        prescreen_samples: 0 (off), or sample every GRPO task this many times with the warm start before
+            training and keep only those whose ``spread_on`` spread reaches ``min_spread``
+            (``toolkit.train.prescreen``; kinds of weight 0 are not screened and not kept).
     """
 
     order: str = "shuffle"
@@ -71,6 +74,7 @@ class SamplingConfig:
     max_refill_rounds: int = 2
     flat_groups: str = "keep"
     shared_prefix_update: bool = False
+    prescreen_samples: int = 0
 
     @classmethod
     def from_recipe(cls, section: Mapping[str, Any] | None) -> SamplingConfig:
@@ -94,6 +98,20 @@ class SamplingConfig:
             )
         if not isinstance(config.shared_prefix_update, bool):
             raise ValueError("grpo_sampling.shared_prefix_update must be true or false")
+        if (
+            not isinstance(config.prescreen_samples, int)
+            or isinstance(config.prescreen_samples, bool)
+            or config.prescreen_samples < 0
+            or config.prescreen_samples == 1
+        ):
+            raise ValueError(
+                "grpo_sampling.prescreen_samples must be 0 (off) or an integer >= 2 (a spread needs two"
+                f" episodes), got {config.prescreen_samples!r}"
+            )
+        if config.prescreen_samples and config.min_spread <= 0:
+            raise ValueError(
+                "grpo_sampling.prescreen_samples needs min_spread > 0: the spread a task must show"
+            )
         if config.min_spread < 0 or config.max_refill_rounds < 0:
             raise ValueError("grpo_sampling.min_spread and max_refill_rounds must not be negative")
         if config.kind_weights is not None and (
@@ -215,7 +233,16 @@ def group_spread(rewards: Sequence[float], how: str = "range") -> float:
 def trainer_scorer(
     trainer: Any, component: str | None = None
 ) -> Callable[[list[Task], list[Trajectory]], list[float]]:
-    """``(tasks, trajectories) -> rewards`` with the trainer's own reward functions and weights.
+    """``(tasks, trajectories) -> rewards`` with the trainer's own reward functions and weights
+    (``reward_scorer``)."""
+    return reward_scorer(trainer.reward_funcs, trainer.reward_weights.tolist(), component)
+
+
+def reward_scorer(
+    funcs: Sequence[Any], weights: Sequence[float], component: str | None = None
+) -> Callable[[list[Task], list[Trajectory]], list[float]]:
+    """``(tasks, trajectories) -> rewards`` with TRL reward functions (``toolkit.train.grpo.reward_funcs``)
+    and their weights.
 
     ``component`` None: the total reward, summed as TRL sums it (``toolkit.train.diagnostics.weighted_rewards``).
     A component name: that entry of each kit reward's breakdown, weighted like its reward and summed over
@@ -227,22 +254,26 @@ def trainer_scorer(
     from toolkit.rewards.trl import TRLRewardFunc, scorable
     from toolkit.train.diagnostics import weighted_rewards
 
+    weights = [float(w) for w in weights]
+    if len(weights) != len(funcs):
+        raise ValueError(f"{len(funcs)} reward functions but {len(weights)} weights")
+
     def total(tasks: list[Task], trajs: list[Trajectory]) -> list[float]:
         kwargs = {
             "task": [json.dumps(t.to_dict(), sort_keys=True) for t in tasks],
             "trajectory": [t.to_dict() for t in trajs],
         }
         per_func = []
-        for func in trainer.reward_funcs:
+        for func in funcs:
             values = func(prompts=[None] * len(tasks), completions=[None] * len(tasks), **kwargs)
             per_func.append([math.nan if v is None else float(v) for v in values])
         table = torch.tensor(per_func, dtype=torch.float32).T
-        return weighted_rewards(table, trainer.reward_weights)
+        return weighted_rewards(table, torch.tensor(weights, dtype=torch.float32))
 
     def part(tasks: list[Task], trajs: list[Trajectory]) -> list[float]:
         values = [0.0] * len(tasks)
         reported: set[str] = set()
-        for func, weight in zip(trainer.reward_funcs, trainer.reward_weights.tolist(), strict=True):
+        for func, weight in zip(funcs, weights, strict=True):
             if not isinstance(func, TRLRewardFunc):
                 continue
             for i, (res, traj) in enumerate(zip(func.reward.batch(tasks, trajs), trajs, strict=True)):

@@ -141,6 +141,53 @@ def grpo_tasks(recipe: Recipe, tasks: list[Task]) -> list[Task]:
     return chosen
 
 
+def screened_grpo_pool(
+    recipe: Recipe, backend: Any, warm: Path | None, tasks: list[Task], loop: Any, folder: Path, resume: bool
+) -> tuple[list[Task], dict[str, Any], dict[str, Any] | None]:
+    """GRPO's tasks and ``grpo_sampling`` section, screened by the warm start when the recipe sets
+    ``grpo_sampling.prescreen_samples`` (``toolkit.train.prescreen``): the kept tasks, the section with
+    ``kind_weights`` cut to the kinds still present, and the screen's summary (None when off). The
+    screen is written to ``folder/pool.jsonl`` and read back on ``resume``."""
+    from toolkit.agent.loop import rollout
+    from toolkit.train.batching import SamplingConfig, reward_scorer, task_kind
+    from toolkit.train.grpo import reward_funcs
+    from toolkit.train.prescreen import POOL_FILE, PoolScreen, screen_pool, screened_tasks
+
+    pool = grpo_tasks(recipe, tasks)
+    config = SamplingConfig.from_recipe(recipe.grpo_sampling)
+    sampling = dict(recipe.grpo_sampling)
+    if not config.prescreen_samples:
+        return pool, sampling, None
+    weights = config.kind_weights
+    if weights is not None:  # a kind GRPO never samples is not worth screening
+        pool = [t for t in pool if weights.get(task_kind(t), 0) > 0]
+    path = folder / POOL_FILE
+    if resume and path.exists():
+        screen = PoolScreen.read(path)
+    else:
+        funcs = reward_funcs(recipe.reward, recipe.reward_config)
+        policy = backend.eval_policy(warm, "prescreen")
+        try:
+            screen = screen_pool(
+                pool,
+                lambda ts, n: rollout(ts, policy, loop, n=n),
+                reward_scorer(
+                    funcs, recipe.grpo.get("reward_weights") or [1.0] * len(funcs), config.spread_on
+                ),
+                samples=config.prescreen_samples,
+                min_spread=config.min_spread,
+                spread=config.spread,
+            )
+        finally:
+            backend.release()
+        screen.write(path)
+    chosen = screened_tasks(pool, screen)
+    if weights is not None:
+        present = {task_kind(t) for t in chosen}
+        sampling["kind_weights"] = {k: w for k, w in weights.items() if k in present and w > 0}
+    return chosen, sampling, screen.summary()
+
+
 def _of_kinds(tasks: list[Task], kinds: list[str]) -> list[Task]:
     wanted = set(kinds)
     return [t for t in tasks if t.metadata.get("kind") in wanted]
@@ -555,12 +602,21 @@ def run_stages(
     final_adapter = out / "adapter"
     if not (resume and (final_adapter / "adapter_config.json").exists()):
         t0 = time.time()
+        pool, sampling, screened = screened_grpo_pool(
+            recipe, backend, warm, tasks, loop, out / "grpo", resume
+        )
+        if screened is not None:
+            summary["grpo_pool"] = screened
+            timings.setdefault("grpo_prescreen_s", time.time() - t0)
+            _log(
+                f"GRPO pool screened by the warm start: {screened['kept']} of {screened['screened']} tasks kept"
+            )
         model, tokenizer = backend.grpo_model(warm)
         grpo_config = backend.grpo_config(out / "grpo", report_to)
         trainer = build_grpo_trainer(
             model,
             tokenizer,
-            grpo_tasks(recipe, tasks),
+            pool,
             grpo_config,
             loop,
             reward=recipe.reward,
@@ -569,7 +625,7 @@ def run_stages(
             sampler_correction=getattr(backend, "samples_off_policy", False),
             callbacks=[MetricsJsonlCallback(metrics_path, "grpo", step_offset=sft_steps)],
             ref_sync=ref_sync_settings(recipe),
-            sampling=recipe.grpo_sampling,
+            sampling=sampling,
         )
         checkpoint = last_checkpoint(out / "grpo") if resume else None
         if checkpoint:

@@ -1,0 +1,119 @@
+"""Screen GRPO's task pool with the warm start before training: keep the tasks it sometimes gets right.
+
+GRPO learns from a group only when its episodes differ in what the reward pays for; a task the warm
+start always (or never) answers right gives a flat group, which dynamic sampling then drops and refills
+at the cost of another generation round (issue 31: 40-64 extra episodes a step in run 25, most of them
+on aggregates and chains no sample ever got right). Sampled on the dev set, the warm start of run 25
+answered 117 of 200 tasks wrong in all 8 samples; GRPO's gains came from the 32 tasks that greedy
+decoding failed and some sample passed (docs/cpu-proof/README.md, "Where GRPO's gain comes from").
+
+``screen_pool`` samples every candidate task ``samples`` times with the warm start at the rollout
+temperature, scores the episodes with the recipe's reward (its ``spread_on`` component, as dynamic
+sampling does) and keeps the tasks whose spread reaches ``min_spread``: the tasks where GRPO has
+something to rank. This is the offline form of DAPO's dynamic sampling (a pass-rate filter on the
+prompt pool, as in Polaris and Skywork-OR1's data filtering); dynamic sampling still runs during
+training for the groups that turn flat as the policy moves.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from toolkit.records import Task, Trajectory
+from toolkit.train.batching import group_spread, task_kind
+
+POOL_FILE = "pool.jsonl"  # one row per screened task, in <out>/grpo/
+
+
+@dataclass
+class PoolScreen:
+    """Per-task screening results and the kept pool."""
+
+    rows: list[dict[str, Any]] = field(default_factory=list)  # task_id, kind, mean, spread, kept
+
+    def kept_ids(self) -> set[str]:
+        return {r["task_id"] for r in self.rows if r["kept"]}
+
+    def summary(self) -> dict[str, Any]:
+        """Screened and kept tasks, overall and per kind (``summary.json``'s ``grpo_pool``)."""
+        screened = Counter(r["kind"] for r in self.rows)
+        kept = Counter(r["kind"] for r in self.rows if r["kept"])
+        return {
+            "screened": len(self.rows),
+            "kept": sum(kept.values()),
+            "by_kind": {k: {"screened": screened[k], "kept": kept[k]} for k in sorted(screened)},
+        }
+
+    def write(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in self.rows))
+
+    @classmethod
+    def read(cls, path: Path) -> PoolScreen:
+        rows = []
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+                row["task_id"], row["kept"]  # noqa: B018 - both keys must be there
+            except (json.JSONDecodeError, KeyError, TypeError) as exc:
+                raise ValueError(f"{path}, line {n}: not a pool row ({exc})") from exc
+            rows.append(row)
+        if not rows:
+            raise ValueError(f"{path}: no pool rows")
+        return cls(rows)
+
+
+def screen_pool(
+    tasks: Sequence[Task],
+    sample: Callable[[list[Task], int], list[Trajectory]],
+    score: Callable[[list[Task], list[Trajectory]], list[float]],
+    *,
+    samples: int,
+    min_spread: float,
+    spread: str = "range",
+) -> PoolScreen:
+    """Sample each task ``samples`` times (``sample(tasks, n)`` returns the episodes task by task, n each,
+    as ``toolkit.agent.loop.rollout`` does) and keep those whose ``score`` spread reaches ``min_spread``."""
+    if samples < 2:
+        raise ValueError(f"screening needs at least 2 samples a task (a spread), got {samples}")
+    tasks = list(tasks)
+    trajs = sample(tasks, samples)
+    if len(trajs) != len(tasks) * samples:
+        raise ValueError(f"screening sampled {len(trajs)} episodes for {len(tasks)} tasks x {samples}")
+    expanded = [t for t in tasks for _ in range(samples)]
+    values = score(expanded, trajs)
+    rows = []
+    for i, task in enumerate(tasks):
+        group = values[i * samples : (i + 1) * samples]
+        scored = [v for v in group if not math.isnan(v)]
+        width = group_spread(group, spread)
+        rows.append(
+            {
+                "task_id": task.id,
+                "kind": task_kind(task),
+                "mean": round(sum(scored) / len(scored), 4) if scored else None,
+                "spread": round(width, 4),
+                "kept": width >= min_spread,
+            }
+        )
+    return PoolScreen(rows)
+
+
+def screened_tasks(tasks: Sequence[Task], screen: PoolScreen) -> list[Task]:
+    """The tasks the screen kept, in their order. None kept is an error: GRPO would have nothing to rank."""
+    kept = screen.kept_ids()
+    chosen = [t for t in tasks if t.id in kept]
+    if not chosen:
+        raise ValueError(
+            f"pool screening kept none of {len(screen.rows)} tasks: the warm start's samples never differ"
+            " in what the reward pays for (lower grpo_sampling.min_spread, or raise prescreen_samples)"
+        )
+    return chosen
