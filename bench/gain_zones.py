@@ -1,0 +1,142 @@
+"""Where GRPO's gain can come from: per held-out task, does the warm start pass greedily, pass in some
+sampled episodes only, or never?
+
+GRPO sharpens what the policy already samples: a task the warm start passes in some of k samples at the
+training temperature but not greedily is where a greedy pass can be gained; a task no sample passes gives
+GRPO nothing to reinforce there (unless it transfers from other tasks). This bench samples a policy k
+times per task, scores every episode with the evaluation's rubric (pass at 0.75, as ``pass@0.75``), and
+splits the tasks into three zones with the greedy results of the warm start; with the greedy results
+after GRPO it counts what GRPO gained and lost in each zone. docs/cpu-proof/README.md, "Where GRPO's
+gain comes from", has the table for run 25.
+
+    python -m bench.gain_zones sample RUN ADAPTER OUT.jsonl [--samples 8] [--temperature 0.5]
+    python -m bench.gain_zones table BEFORE/results.jsonl AFTER/results.jsonl OUT.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+from pathlib import Path
+
+PASS = 0.75  # the primary metric's threshold (pass@0.75)
+ZONES = ("greedy-pass", "sampled-only", "never")
+
+
+def _passed(score: float) -> bool:
+    return score >= PASS - 1e-9
+
+
+def read_rows(path: Path) -> list[dict]:
+    """JSONL rows; a bad or empty file names itself (and the line)."""
+    rows = []
+    for n, line in enumerate(Path(path).read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            row["task_id"], float(row["score"])  # noqa: B018 - both needed
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+            raise SystemExit(f"{path}, line {n}: not a result row with task_id and score ({exc})") from exc
+        rows.append(row)
+    if not rows:
+        raise SystemExit(f"{path}: no rows")
+    return rows
+
+
+def zone_table(before: Iterable[dict], after: Iterable[dict], samples: Iterable[dict]) -> dict[str, Counter]:
+    """Per task kind (``category`` of the results), the tasks in each zone of the warm start, GRPO's greedy
+    passes, and its gains and losses per zone. Every task of ``before`` needs samples and an ``after`` row."""
+    sampled: dict[str, list[bool]] = defaultdict(list)
+    for row in samples:
+        sampled[row["task_id"]].append(_passed(float(row["score"])))
+    after_pass = {r["task_id"]: _passed(float(r["score"])) for r in after}
+    table: dict[str, Counter] = defaultdict(Counter)
+    for row in before:
+        tid = row["task_id"]
+        if tid not in sampled or tid not in after_pass:
+            raise SystemExit(f"task {tid}: no sampled episodes or no result after GRPO")
+        greedy = _passed(float(row["score"]))
+        zone = "greedy-pass" if greedy else ("sampled-only" if any(sampled[tid]) else "never")
+        for key in (str(row.get("category") or "task"), "all"):
+            counts = table[key]
+            counts["tasks"] += 1
+            counts[zone] += 1
+            counts["after: pass"] += after_pass[tid]
+            counts[f"{zone}: gained" if not greedy else "greedy-pass: lost"] += after_pass[tid] != greedy
+    return dict(table)
+
+
+def format_table(table: dict[str, Counter]) -> str:
+    cols = ["tasks", *ZONES, "sampled-only: gained", "never: gained", "greedy-pass: lost", "after: pass"]
+    lines = ["| kind | " + " | ".join(cols) + " |", "|---" * (len(cols) + 1) + "|"]
+    for kind in sorted(table, key=lambda k: (k == "all", k)):
+        lines.append(f"| {kind} | " + " | ".join(str(table[kind][c]) for c in cols) + " |")
+    return "\n".join(lines)
+
+
+def sample_scores(tasks: list, policy: object, loop: object, n: int) -> list[dict]:
+    """``n`` episodes per task with ``policy`` through the agent loop, each scored with the rubric."""
+    from toolkit.agent.loop import rollout
+    from toolkit.eval.metrics import first_call_well_formed
+    from toolkit.rewards import get_reward
+
+    rubric = get_reward("rubric")
+    trajs = rollout(tasks, policy, loop, n=n)
+    rows = []
+    for task, traj in zip([t for t in tasks for _ in range(n)], trajs, strict=True):
+        rows.append(
+            {
+                "task_id": task.id,
+                "category": task.metadata.get("kind"),
+                "score": float(rubric(task, traj).score),
+                "stop_reason": traj.stop_reason,
+                "first_call_well_formed": first_call_well_formed(traj),
+            }
+        )
+    return rows
+
+
+def _sample(args: argparse.Namespace) -> None:
+    from toolkit.agent.policies import VLLMPolicy
+    from toolkit.models import BF16_IF_NATIVE, merged_checkpoint
+    from toolkit.train.pipeline import read_run_recipe, read_tasks
+
+    recipe = read_run_recipe(Path(args.run))
+    tasks = read_tasks(Path(args.run) / "tasks" / "eval.jsonl", "eval")[: args.limit]
+    merged = merged_checkpoint(recipe.model, args.adapter, dtype=recipe.dtype or BF16_IF_NATIVE)
+    policy = VLLMPolicy(str(merged), name="sampled")
+    rows = sample_scores(tasks, policy, recipe.loop_config(temperature=args.temperature), args.samples)
+    Path(args.out).write_text("".join(json.dumps(r) + "\n" for r in rows))
+    print(f"{len(rows)} episodes ({len(tasks)} tasks x {args.samples}) -> {args.out}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.gain_zones", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    s = sub.add_parser("sample", help="sample a run's adapter k times per dev task, rubric-scored")
+    s.add_argument("run", help="a training run folder (its recipe.json and tasks/eval.jsonl)")
+    s.add_argument("adapter", help="the LoRA adapter to sample (e.g. RUN/sft/adapter)")
+    s.add_argument("out", help="JSONL of scored episodes to write")
+    s.add_argument("--samples", type=int, default=8)
+    s.add_argument("--temperature", type=float, default=0.5, help="the recipe's rollout temperature")
+    s.add_argument("--limit", type=int, default=None, help="only the first N tasks")
+    t = sub.add_parser("table", help="the zones table from greedy results and sampled episodes")
+    t.add_argument("before", help="the warm start's greedy results.jsonl")
+    t.add_argument("after", help="the GRPO adapter's greedy results.jsonl on the same tasks")
+    t.add_argument("samples", help="the warm start's sampled episodes (from `sample`)")
+    args = parser.parse_args(argv)
+    if args.command == "sample":
+        if __name__ != "__main__":  # vLLM starts its engine in a process that re-imports __main__
+            raise SystemExit("run `sample` as python -m bench.gain_zones")
+        _sample(args)
+    else:
+        print(
+            format_table(zone_table(read_rows(args.before), read_rows(args.after), read_rows(args.samples)))
+        )
+
+
+if __name__ == "__main__":
+    main()

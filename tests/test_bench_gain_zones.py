@@ -1,0 +1,62 @@
+"""``python -m bench.gain_zones``: the warm start's tasks split by greedy / sampled-only / never passing,
+and GRPO's gains and losses counted in each zone."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from bench.gain_zones import main, read_rows, zone_table
+
+
+def rows(pairs):
+    return [{"task_id": tid, "category": kind, "score": score} for tid, kind, score in pairs]
+
+
+BEFORE = rows([("a", "lookup", 1.0), ("b", "lookup", 0.5), ("c", "write", 0.0), ("d", "write", 0.0)])
+AFTER = rows([("a", "lookup", 0.5), ("b", "lookup", 1.0), ("c", "write", 0.0), ("d", "write", 0.75)])
+SAMPLES = rows(
+    [("a", "", 1.0), ("a", "", 0.0), ("b", "", 0.0), ("b", "", 0.8), ("c", "", 0.7), ("c", "", 0.0)]
+    + [("d", "", 0.0), ("d", "", 0.5)]
+)
+
+
+def test_tasks_fall_in_one_zone_each_and_gains_and_losses_are_counted_per_zone():
+    table = zone_table(BEFORE, AFTER, SAMPLES)
+    assert table["all"] == {
+        "tasks": 4,
+        "greedy-pass": 1,  # a
+        "sampled-only": 1,  # b: one sample reached 0.75
+        "never": 2,  # c (0.7 is below 0.75), d
+        "after: pass": 2,
+        "greedy-pass: lost": 1,  # a
+        "sampled-only: gained": 1,  # b
+        "never: gained": 1,  # d
+    }
+    assert table["write"]["never"] == 2 and table["lookup"]["tasks"] == 2
+
+
+def test_missing_samples_and_bad_files_name_themselves(tmp_path):
+    with pytest.raises(SystemExit, match="task d: no sampled episodes"):
+        zone_table(BEFORE, AFTER, SAMPLES[:-2])
+    bad = tmp_path / "r.jsonl"
+    bad.write_text('{"task_id": "a", "score": 1}\n{"task_id": "b"}\n')
+    with pytest.raises(SystemExit, match=r"r.jsonl, line 2: not a result row"):
+        read_rows(bad)
+    bad.write_text("")
+    with pytest.raises(SystemExit, match="no rows"):
+        read_rows(bad)
+
+
+def test_the_table_command_prints_every_kind_and_the_total_last(tmp_path, capsys):
+    paths = []
+    for name, data in (("before", BEFORE), ("after", AFTER), ("samples", SAMPLES)):
+        path = tmp_path / f"{name}.jsonl"
+        path.write_text("".join(json.dumps(r) + "\n" for r in data))
+        paths.append(str(path))
+    main(["table", *paths])
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("| kind | tasks | greedy-pass | sampled-only | never |")
+    assert [line.split(" | ")[0] for line in lines[2:]] == ["| lookup", "| write", "| all"]
+    assert lines[-1] == "| all | 4 | 1 | 1 | 2 | 1 | 1 | 1 | 2 |"
