@@ -6,11 +6,12 @@ training temperature but not greedily is where a greedy pass can be gained; a ta
 GRPO nothing to reinforce there (unless it transfers from other tasks). This bench samples a policy k
 times per task, scores every episode with the evaluation's rubric (pass at 0.75, as ``pass@0.75``), and
 splits the tasks into three zones with the greedy results of the warm start; with the greedy results
-after GRPO it counts what GRPO gained and lost in each zone. docs/cpu-proof/README.md, "Where GRPO's
-gain comes from", has the table for run 25.
+after GRPO it counts what GRPO gained and lost in each zone. With the GRPO adapter sampled too
+(``--after-samples``), a second table says whether GRPO reaches tasks no warm-start sample passed.
+docs/cpu-proof/README.md, "Where GRPO's gain comes from", has the tables for run 25.
 
     python -m bench.gain_zones sample RUN ADAPTER OUT.jsonl [--samples 8] [--temperature 0.5]
-    python -m bench.gain_zones table BEFORE/results.jsonl AFTER/results.jsonl OUT.jsonl
+    python -m bench.gain_zones table BEFORE/results.jsonl AFTER/results.jsonl OUT.jsonl [--after-samples A.jsonl]
 """
 
 from __future__ import annotations
@@ -69,8 +70,39 @@ def zone_table(before: Iterable[dict], after: Iterable[dict], samples: Iterable[
     return dict(table)
 
 
-def format_table(table: dict[str, Counter]) -> str:
-    cols = ["tasks", *ZONES, "sampled-only: gained", "never: gained", "greedy-pass: lost", "after: pass"]
+def reach_table(
+    before: Iterable[dict], samples: Iterable[dict], after_samples: Iterable[dict]
+) -> dict[str, Counter]:
+    """Per task kind, the tasks that some sampled episode passes, before and after GRPO: whether GRPO
+    widened what the policy can reach, or only made greedy decoding pick what it already sampled."""
+    reached: list[dict[str, bool]] = []
+    for rows in (samples, after_samples):
+        found: dict[str, bool] = defaultdict(bool)
+        for row in rows:
+            found[row["task_id"]] |= _passed(float(row["score"]))
+        reached.append(found)
+    table: dict[str, Counter] = defaultdict(Counter)
+    for row in before:
+        tid = row["task_id"]
+        for key in (str(row.get("category") or "task"), "all"):
+            counts = table[key]
+            counts["tasks"] += 1
+            counts["reached before"] += reached[0][tid]
+            counts["reached after"] += reached[1][tid]
+            counts["newly reached"] += reached[1][tid] and not reached[0][tid]
+            counts["no longer reached"] += reached[0][tid] and not reached[1][tid]
+    return dict(table)
+
+
+def format_table(table: dict[str, Counter], cols: list[str] | None = None) -> str:
+    cols = cols or [
+        "tasks",
+        *ZONES,
+        "sampled-only: gained",
+        "never: gained",
+        "greedy-pass: lost",
+        "after: pass",
+    ]
     lines = ["| kind | " + " | ".join(cols) + " |", "|---" * (len(cols) + 1) + "|"]
     for kind in sorted(table, key=lambda k: (k == "all", k)):
         lines.append(f"| {kind} | " + " | ".join(str(table[kind][c]) for c in cols) + " |")
@@ -127,6 +159,7 @@ def main(argv: list[str] | None = None) -> None:
     t.add_argument("before", help="the warm start's greedy results.jsonl")
     t.add_argument("after", help="the GRPO adapter's greedy results.jsonl on the same tasks")
     t.add_argument("samples", help="the warm start's sampled episodes (from `sample`)")
+    t.add_argument("--after-samples", help="the GRPO adapter's sampled episodes: a second table, reach")
     args = parser.parse_args(argv)
     if args.command == "sample":
         if __name__ != "__main__":  # vLLM starts its engine in a process that re-imports __main__

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from bench.gain_zones import main, read_rows, zone_table
+from bench.gain_zones import main, reach_table, read_rows, zone_table
 
 
 def rows(pairs):
@@ -60,3 +60,15 @@ def test_the_table_command_prints_every_kind_and_the_total_last(tmp_path, capsys
     assert lines[0].startswith("| kind | tasks | greedy-pass | sampled-only | never |")
     assert [line.split(" | ")[0] for line in lines[2:]] == ["| lookup", "| write", "| all"]
     assert lines[-1] == "| all | 4 | 1 | 1 | 2 | 1 | 1 | 1 | 2 |"
+
+
+def test_reach_counts_the_tasks_some_sample_passes_before_and_after():
+    after_samples = rows([("a", "", 0.0), ("b", "", 1.0), ("c", "", 0.0), ("d", "", 0.9)])
+    table = reach_table(BEFORE, SAMPLES, after_samples)
+    assert table["all"] == {
+        "tasks": 4,
+        "reached before": 2,  # a, b
+        "reached after": 2,  # b, d
+        "newly reached": 1,  # d
+        "no longer reached": 1,  # a
+    }
