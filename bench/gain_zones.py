@@ -166,9 +166,12 @@ def main(argv: list[str] | None = None) -> None:
             raise SystemExit("run `sample` as python -m bench.gain_zones")
         _sample(args)
     else:
-        print(
-            format_table(zone_table(read_rows(args.before), read_rows(args.after), read_rows(args.samples)))
-        )
+        before, samples = read_rows(args.before), read_rows(args.samples)
+        print(format_table(zone_table(before, read_rows(args.after), samples)))
+        if args.after_samples:
+            reach = reach_table(before, samples, read_rows(args.after_samples))
+            cols = ["tasks", "reached before", "reached after", "newly reached", "no longer reached"]
+            print("\nSome sampled episode passes (reach):\n" + format_table(reach, cols))
 
 
 if __name__ == "__main__":

@@ -60,6 +60,12 @@ def test_the_table_command_prints_every_kind_and_the_total_last(tmp_path, capsys
     assert lines[0].startswith("| kind | tasks | greedy-pass | sampled-only | never |")
     assert [line.split(" | ")[0] for line in lines[2:]] == ["| lookup", "| write", "| all"]
     assert lines[-1] == "| all | 4 | 1 | 1 | 2 | 1 | 1 | 1 | 2 |"
+    after_samples = tmp_path / "after_samples.jsonl"
+    after_samples.write_text(json.dumps({"task_id": "d", "score": 0.9}) + "\n")
+    main(["table", *paths, "--after-samples", str(after_samples)])
+    out = capsys.readouterr().out
+    assert "Some sampled episode passes (reach):" in out
+    assert out.splitlines()[-1] == "| all | 4 | 2 | 1 | 1 | 2 |"
 
 
 def test_reach_counts_the_tasks_some_sample_passes_before_and_after():
