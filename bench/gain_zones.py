@@ -47,12 +47,23 @@ def read_rows(path: Path) -> list[dict]:
     return rows
 
 
+def reached(samples: Iterable[dict]) -> dict[str, bool]:
+    """Per task id: does any of its sampled episodes pass?"""
+    found: dict[str, bool] = defaultdict(bool)
+    for row in samples:
+        found[row["task_id"]] |= _passed(float(row["score"]))
+    return found
+
+
+def _table_keys(row: dict) -> tuple[str, str]:
+    """The rows of the table a task counts in: its kind and the total."""
+    return str(row.get("category") or "task"), "all"
+
+
 def zone_table(before: Iterable[dict], after: Iterable[dict], samples: Iterable[dict]) -> dict[str, Counter]:
     """Per task kind (``category`` of the results), the tasks in each zone of the warm start, GRPO's greedy
     passes, and its gains and losses per zone. Every task of ``before`` needs samples and an ``after`` row."""
-    sampled: dict[str, list[bool]] = defaultdict(list)
-    for row in samples:
-        sampled[row["task_id"]].append(_passed(float(row["score"])))
+    sampled = reached(samples)
     after_pass = {r["task_id"]: _passed(float(r["score"])) for r in after}
     table: dict[str, Counter] = defaultdict(Counter)
     for row in before:
@@ -60,8 +71,8 @@ def zone_table(before: Iterable[dict], after: Iterable[dict], samples: Iterable[
         if tid not in sampled or tid not in after_pass:
             raise SystemExit(f"task {tid}: no sampled episodes or no result after GRPO")
         greedy = _passed(float(row["score"]))
-        zone = "greedy-pass" if greedy else ("sampled-only" if any(sampled[tid]) else "never")
-        for key in (str(row.get("category") or "task"), "all"):
+        zone = "greedy-pass" if greedy else ("sampled-only" if sampled[tid] else "never")
+        for key in _table_keys(row):
             counts = table[key]
             counts["tasks"] += 1
             counts[zone] += 1
@@ -75,22 +86,17 @@ def reach_table(
 ) -> dict[str, Counter]:
     """Per task kind, the tasks that some sampled episode passes, before and after GRPO: whether GRPO
     widened what the policy can reach, or only made greedy decoding pick what it already sampled."""
-    reached: list[dict[str, bool]] = []
-    for rows in (samples, after_samples):
-        found: dict[str, bool] = defaultdict(bool)
-        for row in rows:
-            found[row["task_id"]] |= _passed(float(row["score"]))
-        reached.append(found)
+    was, now = reached(samples), reached(after_samples)
     table: dict[str, Counter] = defaultdict(Counter)
     for row in before:
         tid = row["task_id"]
-        for key in (str(row.get("category") or "task"), "all"):
+        for key in _table_keys(row):
             counts = table[key]
             counts["tasks"] += 1
-            counts["reached before"] += reached[0][tid]
-            counts["reached after"] += reached[1][tid]
-            counts["newly reached"] += reached[1][tid] and not reached[0][tid]
-            counts["no longer reached"] += reached[0][tid] and not reached[1][tid]
+            counts["reached before"] += was[tid]
+            counts["reached after"] += now[tid]
+            counts["newly reached"] += now[tid] and not was[tid]
+            counts["no longer reached"] += was[tid] and not now[tid]
     return dict(table)
 
 

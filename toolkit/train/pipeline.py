@@ -184,7 +184,7 @@ def screened_grpo_pool(
     chosen = screened_tasks(pool, screen)
     if weights is not None:
         present = {task_kind(t) for t in chosen}
-        sampling["kind_weights"] = {k: w for k, w in weights.items() if k in present and w > 0}
+        sampling["kind_weights"] = {k: weights[k] for k in sorted(present)}  # pool: weight > 0 only
     return chosen, sampling, screen.summary()
 
 
