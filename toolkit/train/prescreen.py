@@ -4,7 +4,7 @@ GRPO learns from a group only when its episodes differ in what the reward pays f
 start always (or never) answers right gives a flat group, which dynamic sampling then drops and refills
 at the cost of another generation round (issue 31: 40-64 extra episodes a step in run 25, most of them
 on aggregates and chains no sample ever got right). Sampled on the dev set, the warm start of run 25
-answered 117 of 200 tasks wrong in all 8 samples; GRPO's gains came from the 32 tasks that greedy
+answered 115 of 200 tasks wrong in all 8 samples; GRPO's gains came from the 34 tasks that greedy
 decoding failed and some sample passed (docs/cpu-proof/README.md, "Where GRPO's gain comes from").
 
 ``screen_pool`` samples every candidate task ``samples`` times with the warm start at the rollout
