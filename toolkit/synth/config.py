@@ -30,7 +30,7 @@ CORE_SERVERS = (
 )
 # Fields added after data was first published: ``to_dict`` leaves them out while they keep their
 # default, so the summary of a config that does not use them stays byte-identical.
-LATER_FIELDS = ("server_set", "distractor_servers", "mix")
+LATER_FIELDS = ("server_set", "distractor_servers", "mix", "drill_share")
 
 
 @dataclass(frozen=True)
@@ -74,6 +74,9 @@ class SynthConfig:
     # Share of eval draws taken from the eval-only (held-out) templates; the rest use held-out phrasings
     # or server combinations of the shared templates.
     eval_template_share: float = 0.3
+    # Share of train draws taken from the drills (templates/drills.py: train-only templates that
+    # rehearse one step the held-out templates combine). 0: none, and the train split is unchanged.
+    drill_share: float = 0.0
     # Near-duplicate removal: prompts within a template whose word-trigram Jaccard similarity is at
     # least this are dropped (exact duplicates of the gold calls are always dropped).
     near_duplicate_jaccard: float = 0.9
@@ -168,6 +171,8 @@ def make_config(preset: str = "default", **overrides: Any) -> SynthConfig:
         raise ValueError(f"need 1 <= min_calls <= max_calls, got {config.min_calls}..{config.max_calls}")
     if not 0 <= config.min_distractors <= config.max_distractors:
         raise ValueError("need 0 <= min_distractors <= max_distractors")
+    if not 0.0 <= config.drill_share < 1.0:
+        raise ValueError(f"drill_share must be in [0, 1), got {config.drill_share}")
     if config.distractor_servers < 0:
         raise ValueError("need distractor_servers >= 0")
     if not config.server_set.strip(", "):

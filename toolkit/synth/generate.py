@@ -26,7 +26,7 @@ from toolkit.synth.dedup import NearDuplicateFilter, task_signature
 from toolkit.synth.prove_mix import apply_prove_mix, pool_size, realised_shares
 from toolkit.synth.replay import OpenEpisode, validate_tasks_in_one_episode_sync, validate_tasks_sync
 from toolkit.synth.rubric import build_rubric
-from toolkit.synth.templates import Ctx, Skip, Template, all_templates
+from toolkit.synth.templates import Ctx, Skip, Template, all_drills, all_templates
 from toolkit.toolbox import ToolSpec
 
 # Server combinations whose multi-server tasks are held out for eval (sorted tuples).
@@ -217,6 +217,8 @@ def generate(
     templates = dict(templates if templates is not None else all_templates())
     tool_names = frozenset(specs)
     usable = usable_templates(templates, config, servers)
+    # drills join the train draws only when asked for, so a config without them draws as before
+    drills = usable_templates(all_drills(), config, servers) if config.drill_share > 0 else {}
     summary: dict[str, Any] = {"config": config.to_dict(), "env": env_fingerprint(specs), "splits": {}}
     timings: dict[str, float] = {}
     out: dict[str, list[Task]] = {}
@@ -225,7 +227,17 @@ def generate(
         t0 = time.perf_counter()
         drawn = pool_size(target) if config.mix == "prove" else target
         tasks, stats = _generate_split(
-            split, drawn, config, usable, world_fn, specs, tool_names, frozenset(servers), replay, bar
+            split,
+            drawn,
+            config,
+            usable,
+            world_fn,
+            specs,
+            tool_names,
+            frozenset(servers),
+            replay,
+            bar,
+            drills=drills if split == "train" else {},
         )
         if config.mix == "prove":  # PROVE's proportions, distractors and schema variants
             tasks, stats["prove_mix"] = apply_prove_mix(tasks, target, specs, f"{config.seed}/{split}")
@@ -252,11 +264,14 @@ def _generate_split(
     servers: frozenset[str],
     replay: Replayer,
     bar: Any,
+    drills: Mapping[str, Template] | None = None,
 ) -> tuple[list[Task], dict[str, Any]]:
     pool = {tid: t for tid, t in templates.items() if split == "eval" or not t.eval_only}
     by_kind: dict[str, list[str]] = {}
     for tid in sorted(pool):
         by_kind.setdefault(pool[tid].kind, []).append(tid)
+    drills = dict(drills or {})  # drawn by their own share below, never by kind
+    pool.update(drills)
     weights = {k: config.kind_weights.get(k, 0.0) for k in KINDS if k in by_kind}
     seeds = world_seeds(config, split)
     paraphraser = _paraphraser(config)
@@ -282,6 +297,8 @@ def _generate_split(
                 choices = [
                     t for t in sorted(pool) if pool[t].eval_only and (not short or pool[t].calls[0] <= 2)
                 ]
+            if drills and rng.random() < config.drill_share:  # drawn only when there are drills
+                choices = [t for t in sorted(drills) if not short or drills[t].calls[0] <= 2]
             if not choices:
                 stats["skipped_no_short_template"] += 1
                 continue

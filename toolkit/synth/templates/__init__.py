@@ -85,18 +85,29 @@ class Template:
     build: Callable[[Ctx], Draft]
     calls: tuple[int, int] = (1, 1)  # range of gold chain lengths it produces
     eval_only: bool = False  # held out: appears only in the eval split
+    drill: bool = False  # train only, and only when the config asks for drills (``drill_share``)
 
 
 TEMPLATES: dict[str, Template] = {}
+# Drills live apart from TEMPLATES so that registering one changes nothing another template or
+# config draws (multi_part samples its parts from TEMPLATES; the core digests cover TEMPLATES).
+DRILLS: dict[str, Template] = {}
 
 
 def template(
-    id: str, kind: str, servers: Sequence[str], calls: tuple[int, int] = (1, 1), eval_only: bool = False
+    id: str,
+    kind: str,
+    servers: Sequence[str],
+    calls: tuple[int, int] = (1, 1),
+    eval_only: bool = False,
+    drill: bool = False,
 ) -> Callable[[Callable[[Ctx], Draft]], Callable[[Ctx], Draft]]:
-    """Register ``build`` as a template (ids must be unique)."""
+    """Register ``build`` as a template (ids must be unique); ``drill=True`` registers a drill."""
+    if drill and eval_only:
+        raise ValueError(f"template {id!r}: a drill is train-only, it cannot be eval_only")
 
     def register(build: Callable[[Ctx], Draft]) -> Callable[[Ctx], Draft]:
-        if id in TEMPLATES:
+        if id in TEMPLATES or id in DRILLS:
             raise ValueError(f"duplicate template id {id!r}")
 
         @functools.wraps(build)
@@ -107,7 +118,8 @@ def template(
                 draft.servers = list(servers)
             return draft
 
-        TEMPLATES[id] = Template(id, kind, tuple(servers), built, calls, eval_only)
+        registry = DRILLS if drill else TEMPLATES
+        registry[id] = Template(id, kind, tuple(servers), built, calls, eval_only, drill)
         return build
 
     return register
@@ -118,3 +130,11 @@ def all_templates() -> dict[str, Template]:
     from toolkit.synth.templates import domains  # noqa: F401  (registers on import)
 
     return dict(TEMPLATES)
+
+
+def all_drills() -> dict[str, Template]:
+    """Every registered drill: train-only templates that rehearse one skill in isolation, drawn for a
+    share of the train tasks when the synth config's ``drill_share`` is above 0."""
+    from toolkit.synth.templates import domains  # noqa: F401  (registers on import)
+
+    return dict(DRILLS)
