@@ -1,0 +1,73 @@
+"""Drills (toolkit/synth/templates/drills.py): train-only templates drawn by ``drill_share``. They
+replay through MCP, join the train split only, leave the eval split byte-identical, and change
+nothing when the share is 0."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from toolkit.synth.config import make_config
+from toolkit.synth.generate import EVAL_SERVER_COMBOS, default_env, draft_to_task, generate
+from toolkit.synth.replay import validate_tasks_sync
+from toolkit.synth.templates import Ctx, Skip, all_drills, all_templates, template
+
+
+@pytest.fixture(scope="module")
+def env():
+    return default_env()
+
+
+def cpu(**kw):
+    return make_config("cpu", n_train=60, n_eval=20, seed=5, **kw)
+
+
+def test_drills_are_kept_apart_from_the_templates():
+    drills, templates = all_drills(), all_templates()
+    assert drills and not set(drills) & set(templates)
+    assert all(t.drill and not t.eval_only for t in drills.values())
+    for t in drills.values():  # never a held-out pair of servers
+        assert tuple(sorted(set(t.servers))) not in EVAL_SERVER_COMBOS
+
+
+def test_every_drill_builds_and_replays(env):
+    world_fn, specs, open_episode = env
+    tasks, recomputes = [], []
+    for tid, tpl in sorted(all_drills().items()):
+        for k in range(8):
+            rng = random.Random(f"drill/{tid}/{k}")
+            ctx = Ctx(world=world_fn(3), rng=rng, world_seed=3, tools=frozenset(specs))
+            try:
+                draft = tpl.build(ctx)
+            except Skip:
+                continue
+            draft.template, draft.kind, draft.world_seed = tid, tpl.kind, 3
+            draft.phrasing = draft.phrasing or ctx.phrasing
+            tasks.append(draft_to_task(draft, "train", rng, specs, make_config("cpu"), short=True))
+            recomputes.append(draft.recompute)
+    assert {t.metadata["template"] for t in tasks} == set(all_drills())
+    ok, _, details = validate_tasks_sync(tasks, open_episode, recomputes=recomputes)
+    assert all(ok), [details[i] for i, good in enumerate(ok) if not good]
+
+
+def test_drill_share_draws_drills_for_train_only(env):
+    plain, drilled = generate(cpu(), env=env), generate(cpu(drill_share=0.3), env=env)
+    names = set(all_drills())
+    drawn = [t for t in drilled.train if t.metadata["template"] in names]
+    assert 8 <= len(drawn) <= 30  # about 30% of 60
+    assert not any(t.metadata["template"] in names for t in plain.train + drilled.eval)
+    assert [t.to_dict() for t in drilled.eval] == [t.to_dict() for t in plain.eval]
+    assert "drill_share" not in plain.summary["config"]  # a config without drills summarises as before
+    assert drilled.summary["config"]["drill_share"] == 0.3
+
+
+def test_drill_share_out_of_range_is_refused():
+    for bad in (-0.1, 1.0):
+        with pytest.raises(ValueError, match="drill_share"):
+            cpu(drill_share=bad)
+
+
+def test_a_drill_cannot_be_held_out():
+    with pytest.raises(ValueError, match="train-only"):
+        template("drill_x", "lookup", ["crm"], eval_only=True, drill=True)
