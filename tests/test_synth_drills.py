@@ -51,15 +51,30 @@ def test_every_drill_builds_and_replays(env):
     assert all(ok), [details[i] for i, good in enumerate(ok) if not good]
 
 
-def test_drill_share_draws_drills_for_train_only(env):
+def test_drills_are_added_to_the_train_split_as_drawn(env):
     plain, drilled = generate(cpu(), env=env), generate(cpu(drill_share=0.3), env=env)
     names = set(all_drills())
     drawn = [t for t in drilled.train if t.metadata["template"] in names]
-    assert 8 <= len(drawn) <= 30  # about 30% of 60
+    assert len(drawn) == 18 and len(drilled.train) == 60 + 18  # 0.3 per drawn task
     assert not any(t.metadata["template"] in names for t in plain.train + drilled.eval)
+
+    def no_id(tasks):
+        return [{**t.to_dict(), "id": ""} for t in tasks]
+
+    rest = [t for t in drilled.train if t.metadata["template"] not in names]
+    assert no_id(rest) == no_id(plain.train)  # the drawn tasks, in their order
     assert [t.to_dict() for t in drilled.eval] == [t.to_dict() for t in plain.eval]
+    first_half = drilled.train[: len(drilled.train) // 2]  # spread through the split, not appended
+    assert 7 <= sum(t.metadata["template"] in names for t in first_half) <= 11
     assert "drill_share" not in plain.summary["config"]  # a config without drills summarises as before
     assert drilled.summary["config"]["drill_share"] == 0.3
+
+
+def test_interleave_spreads_the_extra_tasks_evenly():
+    from toolkit.synth.generate import interleave
+
+    assert interleave(list("abcdef"), list("XY")) == list("abcXdefY")
+    assert interleave(list("ab"), []) == list("ab")
 
 
 def test_drill_share_out_of_range_is_refused():

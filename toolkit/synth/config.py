@@ -74,8 +74,9 @@ class SynthConfig:
     # Share of eval draws taken from the eval-only (held-out) templates; the rest use held-out phrasings
     # or server combinations of the shared templates.
     eval_template_share: float = 0.3
-    # Share of train draws taken from the drills (templates/drills.py: train-only templates that
-    # rehearse one step the held-out templates combine). 0: none, and the train split is unchanged.
+    # Drill tasks added to the train split per train task drawn (templates/drills.py: train-only
+    # templates that rehearse one step the held-out templates combine), spread evenly through it.
+    # The drawn tasks stay what they were; 0: no drills.
     drill_share: float = 0.0
     # Near-duplicate removal: prompts within a template whose word-trigram Jaccard similarity is at
     # least this are dropped (exact duplicates of the gold calls are always dropped).

@@ -217,7 +217,6 @@ def generate(
     templates = dict(templates if templates is not None else all_templates())
     tool_names = frozenset(specs)
     usable = usable_templates(templates, config, servers)
-    # drills join the train draws only when asked for, so a config without them draws as before
     drills = usable_templates(all_drills(), config, servers) if config.drill_share > 0 else {}
     summary: dict[str, Any] = {"config": config.to_dict(), "env": env_fingerprint(specs), "splits": {}}
     timings: dict[str, float] = {}
@@ -237,12 +236,17 @@ def generate(
             frozenset(servers),
             replay,
             bar,
-            drills=drills if split == "train" else {},
         )
         if config.mix == "prove":  # PROVE's proportions, distractors and schema variants
             tasks, stats["prove_mix"] = apply_prove_mix(tasks, target, specs, f"{config.seed}/{split}")
             stats["prove_mix"]["realised"] = realised_shares(tasks, specs)
             stats["target"] = target
+        if split == "train" and drills:  # added to the split as drawn, which stays as it was
+            extra, stats["drills"] = _generate_split(
+                split, round(config.drill_share * len(tasks)), config, drills, world_fn, specs,
+                tool_names, frozenset(servers), replay, None, stream="drill",
+            )  # fmt: skip
+            tasks = interleave(tasks, extra)
         for i, task in enumerate(tasks, start=1):
             task.id = f"{split}-s{config.seed}-{i:05d}"
         out[split] = tasks
@@ -251,6 +255,17 @@ def generate(
     if bar is not None:
         bar.close()
     return SynthResult(train=out["train"], eval=out["eval"], summary=summary, timings=timings)
+
+
+def interleave(tasks: list[Task], extra: list[Task]) -> list[Task]:
+    """``extra`` spread evenly through ``tasks`` (their order kept), so that every prefix of the
+    result (an SFT ``max_examples``, a GRPO pool) holds its share of both."""
+    out: list[Task] = []
+    for i, task in enumerate(tasks):
+        out.append(task)
+        lo, hi = i * len(extra) // len(tasks), (i + 1) * len(extra) // len(tasks)
+        out.extend(extra[lo:hi])
+    return out
 
 
 def _generate_split(
@@ -264,14 +279,13 @@ def _generate_split(
     servers: frozenset[str],
     replay: Replayer,
     bar: Any,
-    drills: Mapping[str, Template] | None = None,
+    stream: str = "",
 ) -> tuple[list[Task], dict[str, Any]]:
+    """``stream`` names the random stream (default: the split's); drills draw from their own."""
     pool = {tid: t for tid, t in templates.items() if split == "eval" or not t.eval_only}
     by_kind: dict[str, list[str]] = {}
     for tid in sorted(pool):
         by_kind.setdefault(pool[tid].kind, []).append(tid)
-    drills = dict(drills or {})  # drawn by their own share below, never by kind
-    pool.update(drills)
     weights = {k: config.kind_weights.get(k, 0.0) for k in KINDS if k in by_kind}
     seeds = world_seeds(config, split)
     paraphraser = _paraphraser(config)
@@ -288,7 +302,7 @@ def _generate_split(
         batch: list[Task] = []
         recomputes = []
         for _ in range(need + need // 4 + 4):
-            rng = random.Random(f"synth/{config.seed}/{split}/{attempt}")
+            rng = random.Random(f"synth/{config.seed}/{stream or split}/{attempt}")
             attempt += 1
             short = rng.random() < config.short_share
             kind = _weighted(rng, weights)
@@ -297,8 +311,6 @@ def _generate_split(
                 choices = [
                     t for t in sorted(pool) if pool[t].eval_only and (not short or pool[t].calls[0] <= 2)
                 ]
-            if drills and rng.random() < config.drill_share:  # drawn only when there are drills
-                choices = [t for t in sorted(drills) if not short or drills[t].calls[0] <= 2]
             if not choices:
                 stats["skipped_no_short_template"] += 1
                 continue
