@@ -86,3 +86,14 @@ def test_drill_share_out_of_range_is_refused():
 def test_a_drill_cannot_be_held_out():
     with pytest.raises(ValueError, match="train-only"):
         template("drill_x", "lookup", ["crm"], eval_only=True, drill=True)
+
+
+def test_the_synth_command_adds_drills(tmp_path, capsys):
+    from toolkit.cli import main
+
+    args = ["synth", "--preset", "cpu", "--n", "20", "--n-eval", "5", "--no-progress"]
+    assert main([*args, "--drill-share", "0.2", "--out", str(tmp_path / "ok")]) == 0
+    lines = (tmp_path / "ok" / "train.jsonl").read_text().splitlines()
+    assert len(lines) == 24 and sum('"template": "drill_' in line for line in lines) == 4
+    assert main([*args, "--drill-share", "1.5", "--out", str(tmp_path / "bad")]) != 0
+    assert "drill_share must be in [0, 1)" in capsys.readouterr().err

@@ -48,6 +48,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--max-distractors", type=int, default=None)
     p.add_argument("--short-share", type=float, default=None, help="share of tasks with 1-2 calls")
     p.add_argument("--n-worlds", type=int, default=None, help="world seeds per split")
+    p.add_argument(
+        "--drill-share",
+        type=float,
+        default=None,
+        help="train-only drill tasks added per train task (docs/templates.md, Drills; default 0)",
+    )
     p.add_argument("--no-validate", action="store_true", help="skip replay validation (debugging only)")
     p.add_argument(
         "--paraphrase-model", default=None, help="paraphrase prompts with this model (off by default)"
@@ -144,6 +150,7 @@ def _generate(args: argparse.Namespace) -> int:
         max_distractors=args.max_distractors,
         short_share=args.short_share,
         n_worlds=args.n_worlds,
+        drill_share=args.drill_share,
         server_set=args.servers,
         validate=not args.no_validate,
         paraphrase_model=args.paraphrase_model,
