@@ -226,16 +226,7 @@ def generate(
         t0 = time.perf_counter()
         drawn = pool_size(target) if config.mix == "prove" else target
         tasks, stats = _generate_split(
-            split,
-            drawn,
-            config,
-            usable,
-            world_fn,
-            specs,
-            tool_names,
-            frozenset(servers),
-            replay,
-            bar,
+            split, drawn, config, usable, world_fn, specs, tool_names, frozenset(servers), replay, bar
         )
         if config.mix == "prove":  # PROVE's proportions, distractors and schema variants
             tasks, stats["prove_mix"] = apply_prove_mix(tasks, target, specs, f"{config.seed}/{split}")
