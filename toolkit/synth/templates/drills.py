@@ -14,9 +14,9 @@ from toolkit.envs.clock import TODAY
 from toolkit.synth.base import Answer, Draft, Step, payload
 from toolkit.synth.templates import Ctx, template
 from toolkit.synth.templates.common import chain, count, find, listing, read, unique_by
+from toolkit.synth.templates.crm import STAGES
 
-TICKET_STATUSES = ("open", "pending", "solved")
-DEAL_STAGES = ("prospecting", "qualification", "proposal", "negotiation", "won", "lost")
+TICKET_STATUSES = ("open", "pending", "solved")  # the statuses hd_agent_workload asks about
 
 
 @template("drill_tickets_by_assignee", "aggregate", ["helpdesk"], drill=True)
@@ -48,15 +48,10 @@ def deals_by_owner(ctx: Ctx) -> Draft:
     ctx.need("search_staff", "list_deals")
     owners = {d["owner_id"] for d in ctx.records("deals")}
     person = ctx.choose([s for s in unique_by(ctx, "staff", "name") if s["id"] in owners])
+    mine = ctx.records("deals", lambda d: d["owner_id"] == person["id"])
     # a stage the person has deals in: a drill of zeros would teach "answer 0"
-    stage = ctx.choose(
-        [
-            s
-            for s in DEAL_STAGES
-            if any(d["owner_id"] == person["id"] and d["stage"] == s for d in ctx.records("deals"))
-        ]
-    )
-    n = len(ctx.records("deals", lambda d: d["owner_id"] == person["id"] and d["stage"] == stage))
+    stage = ctx.choose([s for s in STAGES if any(d["stage"] == s for d in mine)])
+    n = sum(d["stage"] == stage for d in mine)
     prompt = ctx.say(
         [
             "How many deals in the {s} stage does {n} own?",
