@@ -5,7 +5,9 @@ Two GRPO runs of one recipe gain much the same sampled-only tasks and lose diffe
 (docs/cpu-proof/README.md, "Run 33"). Averaging their weights (WARP's weight averaging of rewarded
 policies) asks whether what the runs share survives the mean while what each drew alone cancels. The mean is
 taken over the LoRA A and B matrices, which matches the mean of their products to first order when the
-adapters start from the same warm start and move little; PEFT's ``add_weighted_adapter`` does the same.
+adapters start from the same warm start and move little. PEFT's ``add_weighted_adapter`` ("linear")
+is not this mean: it weights A and B each by the square root of weight x scaling, so two weights of 0.5
+give (B1 + B2)(A1 + A2) / 2 before scaling, and it needs the model loaded; a mean needs the two files.
 
     python -m bench.adapter_soup RUN OUT ADAPTER ADAPTER [ADAPTER ...]
 
@@ -56,6 +58,7 @@ def main(argv: list[str] | None = None) -> None:
     soup = average_adapters(args.adapters, args.out / "adapter")
 
     from toolkit.train.pipeline import (
+        choose_backend,
         compare,
         eval_loop_config,
         evaluate_adapter,
@@ -66,7 +69,7 @@ def main(argv: list[str] | None = None) -> None:
 
     recipe = read_run_recipe(args.run)
     tasks = read_tasks(args.run / "tasks" / "eval.jsonl", "eval")
-    backend = make_backend("vllm", recipe)
+    backend = make_backend(choose_backend(recipe), recipe)  # as the run's own evaluation chose it
     evaluate_adapter(backend, soup, "soup", tasks, args.out / "eval", eval_loop_config(recipe))
     comparison = compare(args.run / "eval" / "sft", args.out / "eval")
     for name in HEADLINE:
