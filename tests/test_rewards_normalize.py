@@ -2,7 +2,7 @@
 
 import pytest
 
-from toolkit.rewards import normalize as norm
+from toolkit.checks import normalize as norm
 
 
 @pytest.mark.parametrize(

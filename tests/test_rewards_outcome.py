@@ -137,7 +137,7 @@ def test_right_and_short_is_the_best_episode_of_every_kind(tasks, episodes):
 
 def test_the_old_reward_breaks_rows_that_outcome_keeps(tasks, episodes):
     """The cpu-demo reward ties or inverts the cap rows: a run to the turn cap on a write scores what
-    the same calls score when the episode replies, an answer cut by the token cap gets full marks, and
+    the same calls score when the episode replies, a write cut by the token cap gets full marks, and
     an empty reply on an abstention ties the right one."""
     old = old_reward()
     broken = {
@@ -147,8 +147,11 @@ def test_the_old_reward_breaks_rows_that_outcome_keeps(tasks, episodes):
         <= old(tasks[kind], episodes[kind][worse]).score + 1e-9
     }
     assert broken, "the old reward keeps every row: the table would not show the problem"
+    # The rubric's answer check now fails an answer cut by the token cap (never delivered), so the cut
+    # row breaks only where no answer item decides the task (a write is graded by its record).
     for kind in GOLD_KINDS:
-        assert (kind, "right+short", "truncated") in broken
+        has_answer = any(it.check.get("type") == "answer" for it in tasks[kind].rubric)
+        assert ((kind, "right+short", "truncated") in broken) is not has_answer, kind
     assert ("write", "cap calls, empty", "to the cap") in broken
     assert ("abstain", "right+short", "no answer") in broken
 

@@ -23,7 +23,7 @@ from typing import Any
 from toolkit.records import CallRecord, GoldCall, RewardResult, Task, Trajectory
 from toolkit.rewards.base import Reward, model_calls
 from toolkit.rewards.matching import dependency_match, same_json_type
-from toolkit.rewards.normalize import loose_equal
+from toolkit.checks.normalize import loose_equal
 
 
 def ast_levels(call: CallRecord, step: GoldCall) -> dict[str, float]:

@@ -18,7 +18,7 @@ from typing import Any
 
 from toolkit.records import CallRecord, Task, Trajectory
 from toolkit.rewards.base import model_calls
-from toolkit.rewards.normalize import loose_equal
+from toolkit.checks.normalize import loose_equal
 
 HALLUCINATED_TOOL = "lookup_everything"
 

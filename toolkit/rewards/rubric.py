@@ -18,8 +18,9 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
+from toolkit.checks.answer import AnswerContext, check_answer
 from toolkit.records import RewardResult, RubricItem, Task, Trajectory
-from toolkit.rewards import normalize as norm
+from toolkit.checks import normalize as norm
 from toolkit.rewards.base import Reward, Thresholded, answer_text, model_calls
 from toolkit.rewards.grading import Grader, ItemGrade, Verdict
 
@@ -59,16 +60,33 @@ def _check_tool_args(spec: dict, task: Task, traj: Trajectory) -> tuple[Verdict,
     return "fail", f"no call matched any of {sorted(want)}"
 
 
-def _check_answer(spec: dict, task: Task, traj: Trajectory) -> tuple[Verdict, str]:
-    text = answer_text(traj)
-    if not text.strip():
-        return "fail", "empty answer"
-    ok = norm.contains(spec.get("normalize"), text, spec.get("value"), float(spec.get("tolerance", 0.0)))
-    return (
-        ("pass", "answer states the value")
-        if ok
-        else ("fail", f"answer does not state {spec.get('value')!r}")
+def answer_context(task: Task, traj: Trajectory) -> AnswerContext:
+    """What the answer check weighs an answer against: the request, the episode's tool outputs, the
+    task's expected values and its reference answer (``toolkit.checks.answer``)."""
+    expected = [
+        (it.check.get("value"), it.check.get("normalize"))
+        for it in task.rubric
+        if (it.check or {}).get("type") == "answer"
+    ]
+    return AnswerContext(
+        request="\n".join([task.prompt, *task.followups]),
+        outputs=[c.result for c in traj.calls if c.result],
+        expected=expected,
+        reference=str(task.metadata.get("reference_answer") or ""),
     )
+
+
+def _check_answer(spec: dict, task: Task, traj: Trajectory) -> tuple[Verdict, str]:
+    if traj.stop_reason == "length":
+        return "fail", "answer cut by the token cap (never delivered)"
+    verdict = check_answer(
+        answer_text(traj),
+        spec.get("value"),
+        spec.get("normalize"),
+        float(spec.get("tolerance", 0.0)),
+        answer_context(task, traj),
+    )
+    return ("pass" if verdict.passed else "fail"), verdict.reason
 
 
 def _check_state(spec: dict, task: Task, traj: Trajectory) -> tuple[Verdict, str]:

@@ -25,7 +25,7 @@ from typing import Any
 
 from toolkit.records import RewardResult, Task, Trajectory
 from toolkit.rewards.base import Reward, model_calls
-from toolkit.rewards.normalize import loose_equal
+from toolkit.checks.normalize import loose_equal
 
 
 def multiset_jaccard(a: Sequence[Any], b: Sequence[Any]) -> float:

@@ -169,7 +169,9 @@ class Observation:
     ok: bool
     text: str = ""
     data: Any = None
-    volatile: set[Path_] = field(default_factory=set)  # leaf paths that differed between the two servers
+    # leaf paths that differed between the two servers, and the paths of lists whose length differed
+    # (every leaf under such a list is in the set too)
+    volatile: set[Path_] = field(default_factory=set)
     stable: bool = True  # the whole output was the same on both servers
     fed: dict[str, tuple[int, Path_]] = field(default_factory=dict)  # argument -> (observation, path)
     error: str = ""
@@ -378,10 +380,30 @@ def argument_sets(
                 n += 1
 
 
+def _resized_lists(a: Any, b: Any, path: Path_ = ()) -> Iterator[Path_]:
+    """Paths of the lists whose lengths differ between two outputs (outermost only)."""
+    if isinstance(a, list) and isinstance(b, list):
+        if len(a) != len(b):
+            yield path
+            return
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            yield from _resized_lists(x, y, (*path, i))
+    elif isinstance(a, dict) and isinstance(b, dict):
+        for k in a.keys() & b.keys():
+            yield from _resized_lists(a[k], b[k], (*path, k))
+
+
 def _volatile(a: Any, b: Any) -> tuple[set[Path_], bool]:
-    """Leaf paths whose values differ between two outputs, and whether the outputs are identical."""
+    """Leaf paths whose values differ between two outputs, and whether the outputs are identical.
+
+    A list whose length differs is volatile as a whole, whichever server saw more: its own path and
+    every leaf under it, in both outputs. Comparing leaf by leaf is not enough there: the count, a sum
+    or an ordinal pick would still pass on the items both happen to share."""
     la, lb = dict(leaves(a)), dict(leaves(b))
     diff = {p for p in la.keys() | lb.keys() if la.get(p, object()) != lb.get(p, object())}
+    for lst in _resized_lists(a, b):
+        diff.add(lst)
+        diff |= {p for p in la.keys() | lb.keys() if p[: len(lst)] == lst}
     return diff, not diff
 
 

@@ -89,6 +89,11 @@ def record_lists(data: Any, path: Path_ = ()) -> Iterator[tuple[Path_, list[Any]
             yield from record_lists(v, (*path, k))
 
 
+def resized(obs: Observation, path: Path_) -> bool:
+    """Whether the list at ``path``, or one holding it, had a different length on the two servers."""
+    return any(path[:n] in obs.volatile for n in range(len(path) + 1))
+
+
 def id_field(items: list[dict[str, Any]], volatile: set[Path_], path: Path_) -> str | None:
     """A field whose stable string values tell the items apart (a name, an id, a path)."""
     fields = [k for k in items[0] if all(isinstance(it, dict) and isinstance(it.get(k), str) for it in items)]
@@ -193,18 +198,16 @@ def facts(obs: Observation, exp: Exploration | None = None) -> Iterator[Fact]:
                            f"The {human(k)} is {v}.")  # fmt: skip
     for path, items in record_lists(data):
         owner = _owner(obs, path)
-        if not items or owner is None:
+        # a list whose length differed between the two servers gives no fact at all (count, sum, min,
+        # max, item fields): which items it holds depends on the run (explore._volatile)
+        if not items or owner is None or resized(obs, path):
             continue
         noun = singular(str(path[-1])) if path and isinstance(path[-1], str) else "entry"
         things = ("entries" if noun == "entry" else f"{noun} entries") + owner
         base = {"list": list(path)}
-        # the number of items is stable when no item appeared on one server only
-        if not any(
-            len(p) > len(path) and p[: len(path)] == path and p[len(path)] == len(items) for p in obs.volatile
-        ):
-            yield Fact("aggregate", "own_count", f"how many {things} are there in {{where}}?",
-                       _answer("count", len(items), f"there are {len(items)} {things}"),
-                       {**base, "op": "count"}, f"There are {len(items)} {things}.")  # fmt: skip
+        yield Fact("aggregate", "own_count", f"how many {things} are there in {{where}}?",
+                   _answer("count", len(items), f"there are {len(items)} {things}"),
+                   {**base, "op": "count"}, f"There are {len(items)} {things}.")  # fmt: skip
         if not all(isinstance(it, dict) for it in items):
             continue
         idk = id_field(items, obs.volatile, path)
@@ -281,6 +284,8 @@ def _selector(src: Observation, path: Path_) -> str | None:
         if not isinstance(path[cut], int):
             continue
         lst_path, idx = path[:cut], path[cut]
+        if resized(src, lst_path):  # which item sits where depends on the run: no pick at all
+            return None
         items = get_path(src.data, lst_path)
         noun = singular(str(lst_path[-1])) if lst_path and isinstance(lst_path[-1], str) else "entry"
         item = items[idx]

@@ -7,14 +7,17 @@ It does two things, neither of which it is trusted with:
   exploration as examples, so a task made from one is grounded in the output the server really gave and
   replayed like every other task (a proposal the server rejects is only an error in the report).
 - ``phrase``: it rewrites a kept task's templated prompt as a person would ask it. The rewrite is kept
-  only when every quoted value and number of the prompt survives (``toolkit.synth.paraphrase``); the
-  gold calls, answers and rubric do not change, so the replay that validated the task still holds.
+  only when every quoted value and number of the prompt survives (``toolkit.synth.paraphrase``) and its
+  ordinal, superlative and comparison words are the same ones (``order_words``: "the second largest"
+  rewritten "the first smallest" keeps every value yet asks for another answer); the gold calls,
+  answers and rubric do not change (checked), so the replay that validated the task still holds.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -78,12 +81,64 @@ def keep_strings(prompt: str) -> list[str]:
     return re.findall(r'"([^"]+)"', prompt) + re.findall(r"\b\d+(?:\.\d+)?\b", prompt)
 
 
-def phrase(tasks: Sequence[Task], client: Any, model: str, seed: int = 0) -> int:
-    """Rewrite the prompts of ``tasks`` in place; returns how many rewrites were kept."""
+_ORDINALS = {w: i for i, w in enumerate(("first", "second", "third", "fourth", "fifth", "sixth", "seventh",
+    "eighth", "ninth", "tenth", "eleventh", "twelfth"), 1)}  # fmt: skip
+# Words that pick which item, which end or which side a question means. "over" and "under" are left
+# out: the aggregate prompts say "over all ... entries", which a rewrite may well say as "across".
+_ORDER_WORDS = frozenset({
+    "last", "penultimate", "next", "previous",
+    "largest", "smallest", "highest", "lowest", "most", "least", "earliest", "latest", "newest", "oldest",
+    "biggest", "greatest", "fewest", "cheapest", "priciest", "longest", "shortest", "youngest", "best",
+    "worst", "top", "bottom", "maximum", "minimum", "max", "min",
+    "more", "less", "greater", "fewer", "higher", "lower", "larger", "smaller", "bigger", "earlier",
+    "later", "newer", "older", "cheaper", "longer", "shorter", "before", "after", "above", "below",
+    "exceed", "exceeds", "exceeding",
+})  # fmt: skip
+REJECTED_WORDS = "ordinal, superlative or comparison words changed"
+REJECTED_KEEP = "a quoted value or number was dropped, or no reply"
+REJECTED_GOLD = "gold calls or answers changed"
+
+
+def order_words(text: str) -> Counter[str]:
+    """The ordinal, superlative and comparison words of ``text``, lower case; an ordinal as its number
+    ("second" and "2nd" are both "#2")."""
+    out: Counter[str] = Counter()
+    for word in re.findall(r"[a-z0-9]+", text.lower()):
+        if m := re.fullmatch(r"(\d+)(?:st|nd|rd|th)", word):
+            out[f"#{int(m[1])}"] += 1
+        elif word in _ORDINALS:
+            out[f"#{_ORDINALS[word]}"] += 1
+        elif word in _ORDER_WORDS:
+            out[word] += 1
+    return out
+
+
+def _graded(task: Task) -> str:
+    """What the replay validated: a rewrite of the prompt must leave it as it was."""
+    meta = {k: task.metadata.get(k) for k in ("answer_from", "fed")}
+    return json.dumps([[(g.name, g.arguments) for g in task.gold], task.answers, meta,
+                       [(r.id, r.check) for r in task.rubric]], sort_keys=True, default=str)  # fmt: skip
+
+
+def phrase(
+    tasks: Sequence[Task], client: Any, model: str, seed: int = 0, rejected: Counter[str] | None = None
+) -> int:
+    """Rewrite the prompts of ``tasks`` in place; returns how many rewrites were kept. A rewrite turned
+    down leaves the templated prompt; ``rejected`` (when given) counts those by reason."""
+    rejected = Counter() if rejected is None else rejected
     kept = 0
     for task in tasks:
+        before = _graded(task)
         new, ok = paraphrase(task.prompt, keep_strings(task.prompt), client, model, seed)
-        if ok and new != task.prompt:
+        if not ok:
+            rejected[REJECTED_KEEP] += 1
+        elif new == task.prompt:
+            continue
+        elif order_words(new) != order_words(task.prompt):
+            rejected[REJECTED_WORDS] += 1
+        elif _graded(task) != before:  # the rewrite only touches the prompt; never trust that blindly
+            rejected[REJECTED_GOLD] += 1
+        else:
             task.metadata["templated_prompt"] = task.prompt
             task.prompt = new
             kept += 1
