@@ -344,13 +344,19 @@ def check_answer(
             return AnswerVerdict(False, f"answer also states {competitors[:5]}", competitors)
     if pasted(text, ctx.outputs):
         return AnswerVerdict(False, "answer pastes tool output")
-    if _HEDGES.search(text):
-        return AnswerVerdict(False, "answer hedges", [_HEDGES.search(text).group(0)])  # type: ignore[union-attr]
+    if hedged(text):
+        return AnswerVerdict(False, "answer hedges", [hedged(text)])
     for a, b in stated_spans:
         before, after = text[max(0, a - 12) : a], text[b : b + 12]
         if re.search(r"(?:\bor|/)\s*$", before) or re.match(r"^\s*(?:or\b|/)", after):
             return AnswerVerdict(False, "answer offers the value as one alternative of several")
     return AnswerVerdict(True, "answer states the value and nothing competing")
+
+
+def hedged(text: str) -> str:
+    """The hedge word of folded ``text`` ("maybe", "perhaps", "not sure", ...), else ""."""
+    m = _HEDGES.search(text)
+    return m.group(0) if m else ""
 
 
 _CLAUSE_END = re.compile(r"(?<!\d)[.!?;](?=\s|$)|\(\d{1,2}\)|\n")

@@ -3,7 +3,8 @@
 Every metric here is a ratio of two sums over tasks, ``sum(num) / sum(den)``:
 
 - coverage rate (MCP Atlas): mean per-task rubric score (num = score, den = 1);
-- pass rate at a threshold (MCP Atlas reports 0.50 and 0.75): share of tasks with score >= t;
+- pass rate at a threshold (MCP Atlas reports 0.50 and 0.75): share of tasks with score >= t whose
+  answer states every essential value with commitment (``answer_failed``: a task passes on its answer);
 - tool calls per task, finish rate (episodes that ended with an explicit ``finish`` call);
 - well-formed first call: share of episodes whose first model turn is a tool call that parses and
   names an offered tool (``first_call_well_formed``): what a warm start must teach before GRPO;
@@ -156,14 +157,26 @@ def _pass_name(t: float) -> str:
     return f"pass@{t:.2f}"
 
 
+def answer_failed(result: TaskResult) -> bool:
+    """Whether an essential ``answer`` item of the task (a value to state) was graded and did not pass."""
+    return any(
+        it.get("essential") and it.get("check") == "answer" and it.get("verdict") not in (None, "pass")
+        for it in result.rubric
+    )
+
+
 def metric_components(results: Sequence[TaskResult]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """Per-task (numerator, denominator) arrays for every metric these results support."""
     n = len(results)
     ones = np.ones(n)
     score = np.array([r.score for r in results], dtype=float)
     comps: dict[str, tuple[np.ndarray, np.ndarray]] = {"coverage": (score, ones)}
+    # A task passes at t when its score reaches t *and* every essential value its answer must state is
+    # stated with commitment (toolkit.checks.answer): right calls around a wrong or pasted answer are
+    # not a pass. Results written before the rubric items carried their check type are not gated.
+    answered = np.array([not answer_failed(r) for r in results], dtype=bool)
     for t in PASS_THRESHOLDS:
-        comps[_pass_name(t)] = ((score >= t - 1e-9).astype(float), ones)
+        comps[_pass_name(t)] = (((score >= t - 1e-9) & answered).astype(float), ones)
 
     calls = np.array([r.n_calls for r in results], dtype=float)
     failed = np.array([r.n_failed_calls for r in results], dtype=float)

@@ -115,6 +115,7 @@ def _rubric_items(task: Task, result: RewardResult | None) -> list[dict[str, Any
                 "text": it.text,
                 "category": it.category,
                 "essential": it.essential,
+                "check": (it.check or {}).get("type"),
                 "verdict": g.get("verdict"),
                 "passed": g.get("verdict") == "pass",
                 "reason": g.get("reason", ""),

@@ -19,7 +19,7 @@ from toolkit.records import RewardResult, RubricItem, Task, Trajectory
 from toolkit.rewards.base import Reward
 from toolkit.rewards.grading import VERDICT_CREDIT, Grader, ItemGrade
 from toolkit.rewards.judge import JudgeGrader
-from toolkit.rewards.rubric import ProgrammaticGrader
+from toolkit.rewards.rubric import ProgrammaticGrader, answers_failed
 
 THRESHOLDS = (0.50, 0.75)
 
@@ -34,6 +34,9 @@ CLAIM_PROMPT = (
     "- not_fulfilled: the answer does not state the claim, or contradicts it.\n"
     "Numbers match when they agree to within 5% (percentages within one point) or are the same value "
     "written differently (0.5, 50%, half). Judge from the final answer only.\n"
+    "- The answer must commit: one that lists several candidate values, hedges (\"X, or maybe Y\"), pastes "
+    "raw tool output, restates the request, or only asserts that the claim is satisfied is not_fulfilled, "
+    "even when the expected value appears somewhere in it.\n"
     'Reply with JSON only: {"claim_text": "...", "coverage_outcome": "fulfilled" | '
     '"partially_fulfilled" | "not_fulfilled", "justification": "...", "confidence_level": 0.0-1.0}'
 )
@@ -117,11 +120,16 @@ class AtlasReward(Reward):
         ids = [it.id for it in task.rubric if self.claims == "all" or it.essential]
         graded = [by_id[i] for i in ids if i in by_id and by_id[i].verdict is not None]
         coverage = sum(VERDICT_CREDIT[g.verdict] for g in graded) / len(graded) if graded else 0.0  # type: ignore[index]
+        failed = answers_failed(task, grades)  # a kit task passes on its answer (toolkit.eval.metrics)
         breakdown = {"coverage": coverage}
-        breakdown.update({f"pass@{t:.2f}": float(coverage >= t) for t in self.thresholds})
+        breakdown.update({f"pass@{t:.2f}": float(coverage >= t and not failed) for t in self.thresholds})
         for v in ("pass", "partial", "fail"):
             breakdown[f"claims_{v}"] = float(sum(g.verdict == v for g in graded))
-        details: dict[str, Any] = {"items": [asdict(g) for g in grades], "ungraded": len(ids) - len(graded)}
+        details: dict[str, Any] = {
+            "items": [asdict(g) for g in grades],
+            "ungraded": len(ids) - len(graded),
+            "answer_failed": failed,
+        }
         if not graded:
             details["unscorable"] = True
         return RewardResult(coverage, breakdown, details)
@@ -140,5 +148,10 @@ def aggregate(results: Sequence[RewardResult], thresholds: Sequence[float] = THR
     if not n:
         return {"n": 0}
     out = {"n": float(n), "coverage": sum(r.score for r in results) / n}
-    out.update({f"pass@{t:.2f}": sum(r.score >= t for r in results) / n for t in thresholds})
+    out.update(
+        {
+            f"pass@{t:.2f}": sum(r.score >= t and not r.details.get("answer_failed") for r in results) / n
+            for t in thresholds
+        }
+    )
     return out

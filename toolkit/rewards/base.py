@@ -150,7 +150,9 @@ def answer_text(traj: Trajectory) -> str:
 
 class Thresholded(Reward):
     """1.0 when the inner reward reaches ``threshold``, else 0.0: a binary task-completion reward built
-    from a dense one (e.g. all essential rubric items passed)."""
+    from a dense one (e.g. all essential rubric items passed). An inner result that reports
+    ``details["answer_failed"]`` (the rubric and outcome rewards: essential answer values not stated with
+    commitment) never passes: the pass@t of evaluation is defined the same way (toolkit.eval.metrics)."""
 
     range = (0.0, 1.0)
 
@@ -160,7 +162,8 @@ class Thresholded(Reward):
         self.name = name or f"{inner.name}-binary"
 
     def _wrap(self, res: RewardResult) -> RewardResult:
-        hit = res.score >= self.threshold - 1e-9
+        # a task whose answer misses a value it must state has not passed, however many calls were right
+        hit = res.score >= self.threshold - 1e-9 and not res.details.get("answer_failed")
         details = {**res.details, "inner_score": res.score}
         return RewardResult(float(hit), {self.inner.name: res.score}, details)
 

@@ -170,6 +170,7 @@ class OutcomeReward(Reward):
             "extra_arguments": extra_args,
             "stop_reason": traj.stop_reason,
             "items": whole.details["items"],
+            "answer_failed": whole.details["answer_failed"],  # pass@t needs every stated value right
         }
         if whole.details.get("unscorable"):
             details["unscorable"] = True  # no essential item could be graded: TRL leaves it out

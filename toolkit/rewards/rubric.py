@@ -19,6 +19,7 @@ from dataclasses import asdict
 from typing import Any
 
 from toolkit.checks.answer import AnswerContext, check_answer
+from toolkit.checks.state import state_verdict
 from toolkit.records import RewardResult, RubricItem, Task, Trajectory
 from toolkit.checks import normalize as norm
 from toolkit.rewards.base import Reward, Thresholded, answer_text, model_calls
@@ -90,30 +91,7 @@ def _check_answer(spec: dict, task: Task, traj: Trajectory) -> tuple[Verdict, st
 
 
 def _check_state(spec: dict, task: Task, traj: Trajectory) -> tuple[Verdict, str]:
-    coll, key, op = spec.get("collection"), spec.get("key"), spec.get("op", "update")
-    field_name, value = spec.get("field"), spec.get("value")
-    if key in (None, "*"):  # any record of the collection (e.g. a created record whose id is unknown)
-        entries = [v for k, v in traj.state_diff.items() if k.split("/", 1)[0] == coll]
-    else:
-        entries = [traj.state_diff[f"{coll}/{key}"]] if f"{coll}/{key}" in traj.state_diff else []
-    if not entries:
-        return "fail", f"no change to {coll}/{key}"
-    partial = False
-    for entry in entries:
-        before, after = entry.get("before"), entry.get("after")
-        kind = "create" if before is None else "delete" if after is None else "update"
-        if kind != op:
-            partial = True
-            continue
-        if field_name is None or op == "delete":
-            return "pass", f"{coll}/{key} {op}d"
-        if isinstance(after, dict) and field_name in after:
-            if norm.equal(spec.get("normalize"), after[field_name], value, float(spec.get("tolerance", 0.0))):
-                return "pass", f"{coll}/{key}.{field_name} = {value!r}"
-        partial = True
-    return (
-        "partial" if partial else "fail"
-    ), f"{coll}/{key} changed, but not to {field_name}={value!r} by {op}"
+    return state_verdict(spec, traj.state_diff)  # type: ignore[return-value]
 
 
 def _check_order(spec: dict, task: Task, traj: Trajectory) -> tuple[Verdict, str]:
@@ -129,11 +107,6 @@ def _check_order(spec: dict, task: Task, traj: Trajectory) -> tuple[Verdict, str
 def _check_no_tool_calls(spec: dict, task: Task, traj: Trajectory) -> tuple[Verdict, str]:
     n = len(model_calls(traj))
     return ("pass", "no tool calls") if n == 0 else ("fail", f"{n} tool call(s)")
-
-
-def _check_no_state_change(spec: dict, task: Task, traj: Trajectory) -> tuple[Verdict, str]:
-    n = len(traj.state_diff)
-    return ("pass", "state unchanged") if n == 0 else ("fail", f"{n} record(s) changed")
 
 
 def _check_clarification(spec: dict, task: Task, traj: Trajectory) -> tuple[Verdict, str]:
@@ -152,7 +125,7 @@ CHECKS = {
     "state": _check_state,
     "order": _check_order,
     "no_tool_calls": _check_no_tool_calls,
-    "no_state_change": _check_no_state_change,
+    "no_state_change": _check_state,
     "clarification": _check_clarification,
 }
 
@@ -220,10 +193,21 @@ def rubric_result(
         "n_essential": len(ess),
         "n_optional": len(opt),
         "ungraded": ess_ungraded + opt_ungraded,
+        "answer_failed": answers_failed(task, grades),
     }
     if not ess_graded:
         details["unscorable"] = True
     return RewardResult(ess_score, breakdown, details)
+
+
+def answers_failed(task: Task, grades: Sequence[ItemGrade]) -> int:
+    """How many essential ``answer`` items (a value the answer must state) were graded and did not pass."""
+    by_id = {g.id: g.verdict for g in grades}
+    return sum(
+        1
+        for it in task.rubric
+        if it.essential and (it.check or {}).get("type") == "answer" and by_id.get(it.id) not in (None, "pass")
+    )
 
 
 class RubricReward(Reward):

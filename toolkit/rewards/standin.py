@@ -46,7 +46,46 @@ def _present(tok: str, hay: str) -> bool:
     return re.search(rf"(?<![\w]){re.escape(tok.casefold())}(?![\w])", hay) is not None
 
 
-def heuristic_verdict(item_text: str, trajectory: dict[str, Any]) -> tuple[str, str]:
+# the value a kit answer item names last: "... must state that the city of ... is Osaka."
+_STATED = re.compile(
+    r"must state that .+ (?:is|are|was|has|have) (.+?)(?: \(or an approximately rounded value\))?\.$", re.S
+)
+
+
+def _answer_verdict(item_text: str, trajectory: dict[str, Any], context: str = "") -> tuple[str, str]:
+    """An item that asks the agent to state something ("must state", or an MCP-Atlas claim): its evidence
+    must be in the answers to the user, and the answers must commit to it (``toolkit.checks.answer``):
+    no number, date or identifier the item texts (``context``: the batch's items, the request) do not
+    name, no pasted tool output, no hedge, nothing cut by the token cap."""
+    from toolkit.checks.answer import date_mentions, fold, hedged, id_mentions, number_mentions, pasted
+
+    answer = fold("\n".join(a or "" for a in trajectory.get("answers_to_user") or []))
+    if not answer:
+        return "fail", "stand-in: no answer"
+    if trajectory.get("stop_reason") == "length":
+        return "fail", "stand-in: answer cut by the token cap"
+    outputs = [str(c.get("result") or "") for c in trajectory.get("tool_calls") or []]
+    if pasted(answer, outputs):
+        return "fail", "stand-in: answer pastes tool output"
+    if hedged(answer):
+        return "fail", "stand-in: answer hedges"
+    named = fold(item_text + "\n" + context)
+    for find in (number_mentions, date_mentions, id_mentions):
+        allowed = [m.value for m in find(named)]
+        extra = [m.value for m in find(answer) if m.value not in allowed]
+        if extra:
+            return "fail", f"stand-in: answer also states {[str(v) for v in extra[:3]]}"
+    stated = _STATED.search(item_text.strip())
+    wanted = evidence(item_text) + ([stated.group(1)] if stated else [])
+    missing = [t for t in wanted if not _present(t, answer)]
+    if missing:
+        return "fail", f"stand-in: not stated: {missing[:3]}"
+    return "pass", "stand-in: stated, nothing competing"
+
+
+def heuristic_verdict(
+    item_text: str, trajectory: dict[str, Any], claim: bool = False, context: str = ""
+) -> tuple[str, str]:
     """The stand-in's rule for one item against the rendered trajectory (see the module docstring).
 
     Three phrasings get a structural rule instead: "not call any tool" (no calls), "not modify"
@@ -54,6 +93,8 @@ def heuristic_verdict(item_text: str, trajectory: dict[str, Any]) -> tuple[str, 
     (any one present will do: "use X; alternatively Y"); all other evidence must all be present.
     """
     low = item_text.casefold()
+    if claim or "must state" in low:
+        return _answer_verdict(item_text, trajectory, context)
     calls = trajectory.get("tool_calls") or []
     if "not call any tool" in low:
         return ("pass", "stand-in: no calls") if not calls else ("fail", "stand-in: tools were called")
@@ -88,7 +129,7 @@ def grade_claim_request(user: str) -> str:
     from toolkit.rewards.atlas import ANSWER_MARK, CLAIM_MARK
 
     claim, _, answer = user.split(CLAIM_MARK, 1)[1].partition(ANSWER_MARK)
-    verdict, reason = heuristic_verdict(claim, {"answers_to_user": [answer]})
+    verdict, reason = heuristic_verdict(claim, {"answers_to_user": [answer]}, claim=True)
     outcome = "fulfilled" if verdict == "pass" else "not_fulfilled"
     return json.dumps(
         {"claim_text": claim, "coverage_outcome": outcome, "justification": reason, "confidence_level": 1.0}
@@ -110,8 +151,10 @@ def grade_request(messages: list[dict[str, Any]], noise: float = 0.0) -> str:
     except json.JSONDecodeError:
         items, trajectory = [], {}
     verdicts = []
+    request = user.split("USER REQUEST(S):\n", 1)[-1].split("\n\nTRAJECTORY (JSON):", 1)[0]
+    context = "\n".join([request, *(str(it.get("text", "")) for it in items if isinstance(it, dict))])
     for it in items:
-        verdict, reason = heuristic_verdict(str(it.get("text", "")), trajectory)
+        verdict, reason = heuristic_verdict(str(it.get("text", "")), trajectory, context=context)
         if noise and _flip(f"{it.get('id')}|{traj_json}", noise):
             verdict = "fail" if verdict == "pass" else "pass"
             reason += " (flipped by stand-in noise)"

@@ -237,7 +237,9 @@ async def server_tasks(
         },
     }
     if teacher is not None:
-        teacher_note["phrased"] = phrase(kept, teacher[0], teacher[1])
+        rejected: Counter[str] = Counter()
+        teacher_note["phrased"] = phrase(kept, teacher[0], teacher[1], rejected=rejected)
+        teacher_note["phrase_rejected"] = dict(rejected)
         report["teacher"] = teacher_note
     if not recipe.fresh:
         report["writes_skipped"] = "a URL server is shared, not fresh per episode: no write tasks"

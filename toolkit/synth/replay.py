@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from toolkit.aio import run_sync
+from toolkit.checks.state import state_verdict
 from toolkit.records import Task
 from toolkit.toolbox import Toolbox, ToolResult
 
@@ -50,25 +51,9 @@ def values_match(expected: Any, got: Any, tolerance: float = 1e-6) -> bool:
 
 
 def state_check_passes(check: dict[str, Any], diff: dict[str, Any]) -> bool:
-    """The ``state`` / ``no_state_change`` check specs of toolkit.records, applied to a state diff."""
-    if check.get("type") == "no_state_change":
-        return not diff
-    if check.get("type") != "state":
-        raise ValueError(f"not a state check: {check}")
-    entry = diff.get(f"{check['collection']}/{check['key']}")
-    if entry is None:
-        return False
-    before, after = entry.get("before"), entry.get("after")
-    op = check.get("op", "update")
-    if op == "create" and not (before is None and after is not None):
-        return False
-    if op == "update" and (before is None or after is None):
-        return False
-    if op == "delete":
-        return after is None and before is not None
-    if check.get("field") is not None:
-        return isinstance(after, dict) and values_match(check.get("value"), after.get(check["field"]))
-    return True
+    """The ``state`` / ``no_state_change`` check specs of toolkit.records, applied to a state diff by the
+    interpreter the rubric reward grades with (``toolkit.checks.state``)."""
+    return state_verdict(check, diff)[0] == "pass"
 
 
 async def replay_task(
