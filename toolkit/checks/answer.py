@@ -300,7 +300,9 @@ def check_answer(
             return AnswerVerdict(False, f"answer does not state {value!r}")
         allowed = [_parsed(kind, v) for v, r in expected if value_kind(v, r) == kind]
         allowed += [m.value for m in _mentions(kind, request)] + [m.value for m in _mentions(kind, reference)]
-        others = [m for m in found if not any(a is not None and _same(kind, m.value, a, tolerance) for a in allowed)]
+        others = [
+            m for m in found if not any(a is not None and _same(kind, m.value, a, tolerance) for a in allowed)
+        ]
         if others:
             names = [answer_slice(text, m.span) for m in others]
             return AnswerVerdict(False, f"answer also states {kind}(s) {names[:5]}", names)
@@ -369,9 +371,7 @@ def _picks_other(text: str, first: tuple[int, int], other: list[tuple[int, int]]
     start = max([m.end() for m in _CLAUSE_END.finditer(text, 0, first[0])], default=0)
     if any(start <= a < first[0] for a, _ in other):
         return True
-    return any(
-        _JOINED.match(text[b : first[0]]) or _JOINED.match(text[first[1] : a]) for a, b in other
-    )
+    return any(_JOINED.match(text[b : first[0]]) or _JOINED.match(text[first[1] : a]) for a, b in other)
 
 
 def answer_slice(text: str, span: tuple[int, int]) -> str:

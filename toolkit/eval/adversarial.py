@@ -87,7 +87,11 @@ def hedge_answer(task: Task, traj: Trajectory) -> str:
     numbers = sorted({m.value for o in outs for m in number_mentions(fold(o))})
     strings = sorted({v for _, v in output_strings(outs) if len(v) <= 40})
     others = [f"{n:g}" for n in numbers] + strings
-    return f"{gold_answer(task)} Or maybe {', '.join(others[:200])}." if others else gold_answer(task) + " Or not."
+    return (
+        f"{gold_answer(task)} Or maybe {', '.join(others[:200])}."
+        if others
+        else gold_answer(task) + " Or not."
+    )
 
 
 def _read_calls(task: Task) -> list[tuple[str, dict[str, Any], int]]:
@@ -146,7 +150,9 @@ def make_rewards(names: Sequence[str], judge_url: str | None = None) -> dict[str
         if name == "rubric-judge":
             if judge_url is None:
                 continue
-            out[name] = get_reward(name, base_url=judge_url, model="standin-heuristic-judge", api_key_env=None)
+            out[name] = get_reward(
+                name, base_url=judge_url, model="standin-heuristic-judge", api_key_env=None
+            )
         else:
             out[name] = get_reward(name)
     return out
@@ -204,7 +210,9 @@ def markdown(table: dict[str, Any], group: str = "answer tasks") -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m toolkit.eval.adversarial", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m toolkit.eval.adversarial", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("--tasks", required=True, help="tasks JSONL (records.Task)")
     parser.add_argument("--limit", type=int, help="the first N tasks")
     parser.add_argument("--rewards", nargs="*", default=list(KIT_REWARDS))
@@ -223,7 +231,11 @@ def main(argv: list[str] | None = None) -> int:
 
     def progress(i: int, n: int) -> None:
         if i == n or i % 25 == 0:
-            print(f"[adversarial] {i}/{n} tasks run through {len(POLICIES)} policies", file=sys.stderr, flush=True)
+            print(
+                f"[adversarial] {i}/{n} tasks run through {len(POLICIES)} policies",
+                file=sys.stderr,
+                flush=True,
+            )
 
     with StandInJudge() as judge:
         rewards = make_rewards(args.rewards, judge.base_url)

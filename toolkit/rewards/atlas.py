@@ -34,7 +34,7 @@ CLAIM_PROMPT = (
     "- not_fulfilled: the answer does not state the claim, or contradicts it.\n"
     "Numbers match when they agree to within 5% (percentages within one point) or are the same value "
     "written differently (0.5, 50%, half). Judge from the final answer only.\n"
-    "- The answer must commit: one that lists several candidate values, hedges (\"X, or maybe Y\"), pastes "
+    '- The answer must commit: one that lists several candidate values, hedges ("X, or maybe Y"), pastes '
     "raw tool output, restates the request, or only asserts that the claim is satisfied is not_fulfilled, "
     "even when the expected value appears somewhere in it.\n"
     'Reply with JSON only: {"claim_text": "...", "coverage_outcome": "fulfilled" | '

@@ -20,10 +20,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from toolkit.checks.normalize import loose_equal
 from toolkit.records import CallRecord, GoldCall, RewardResult, Task, Trajectory
 from toolkit.rewards.base import Reward, model_calls
 from toolkit.rewards.matching import dependency_match, same_json_type
-from toolkit.checks.normalize import loose_equal
 
 
 def ast_levels(call: CallRecord, step: GoldCall) -> dict[str, float]:

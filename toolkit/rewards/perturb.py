@@ -16,9 +16,9 @@ import random
 from collections.abc import Callable
 from typing import Any
 
+from toolkit.checks.normalize import loose_equal
 from toolkit.records import CallRecord, Task, Trajectory
 from toolkit.rewards.base import model_calls
-from toolkit.checks.normalize import loose_equal
 
 HALLUCINATED_TOOL = "lookup_everything"
 

@@ -28,10 +28,10 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from toolkit.checks.normalize import loose_equal
 from toolkit.records import CallRecord, GoldCall, RewardResult, Task, Trajectory
 from toolkit.rewards.base import Reward, model_calls
 from toolkit.rewards.matching import default_tool_schemas, dependency_match, required_params_ok, schemas_from
-from toolkit.checks.normalize import loose_equal
 
 # PROVE, arXiv 2606.03892, section 3.3.
 WEIGHTS = {"validity": 0.5, "coverage": 0.5, "efficiency": 0.15, "name": 0.2, "arg": 0.1}

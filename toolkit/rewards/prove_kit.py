@@ -34,10 +34,10 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from toolkit.checks.normalize import loose_equal
 from toolkit.records import CallRecord, GoldCall, RewardResult, Task, Trajectory
 from toolkit.rewards.base import Reward, model_calls
 from toolkit.rewards.matching import default_tool_schemas, dependency_match, schemas_from
-from toolkit.checks.normalize import loose_equal
 from toolkit.rewards.prove import call_validity, keys_match  # the same per-call checks as published
 
 DEFAULT_WEIGHTS = {"validity": 0.5, "coverage": 0.5, "precision": 0.15, "arg_match": 0.2, "abstention": 0.1}

@@ -18,10 +18,10 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
+from toolkit.checks import normalize as norm
 from toolkit.checks.answer import AnswerContext, check_answer
 from toolkit.checks.state import state_verdict
 from toolkit.records import RewardResult, RubricItem, Task, Trajectory
-from toolkit.checks import normalize as norm
 from toolkit.rewards.base import Reward, Thresholded, answer_text, model_calls
 from toolkit.rewards.grading import Grader, ItemGrade, Verdict
 
@@ -206,7 +206,9 @@ def answers_failed(task: Task, grades: Sequence[ItemGrade]) -> int:
     return sum(
         1
         for it in task.rubric
-        if it.essential and (it.check or {}).get("type") == "answer" and by_id.get(it.id) not in (None, "pass")
+        if it.essential
+        and (it.check or {}).get("type") == "answer"
+        and by_id.get(it.id) not in (None, "pass")
     )
 
 

@@ -23,9 +23,9 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+from toolkit.checks.normalize import loose_equal
 from toolkit.records import RewardResult, Task, Trajectory
 from toolkit.rewards.base import Reward, model_calls
-from toolkit.checks.normalize import loose_equal
 
 
 def multiset_jaccard(a: Sequence[Any], b: Sequence[Any]) -> float:
