@@ -25,11 +25,11 @@ EVAL = Path(__file__).resolve().parents[1] / "data" / "tasks" / "eval.jsonl"
 # one real task per kind: a lookup, an aggregate (2 calls), a write whose wrong value is a valid enum
 # value (set_ticket_priority), a 2-step chain, an abstention (tools: search_companies, update_company)
 TASK_IDS = {
-    "lookup": "eval-s0-00003",
-    "aggregate": "eval-s0-00004",
-    "write": "eval-s0-00021",
+    "lookup": "eval-s0-00002",
+    "aggregate": "eval-s0-00003",
+    "write": "eval-s0-00020",
     "chain": "eval-s0-00001",
-    "abstain": "eval-s0-00017",
+    "abstain": "eval-s0-00016",
 }
 GOLD_KINDS = ["lookup", "aggregate", "write", "chain"]
 

@@ -165,7 +165,7 @@ def test_spread_on_a_component_keeps_only_groups_that_differ_in_it():
     from toolkit.train.batching import trainer_scorer
 
     eval_file = Path(__file__).resolve().parents[1] / "data" / "tasks" / "eval.jsonl"
-    task = next(t for t in read_jsonl(eval_file, Task) if t.id == "eval-s0-00003")  # a one-call lookup
+    task = next(t for t in read_jsonl(eval_file, Task) if t.id == "eval-s0-00002")  # a one-call lookup
     eps = drift_episodes(task, max_turns=3)
 
     class Trainer:  # what trainer_scorer reads of a GRPOTrainer

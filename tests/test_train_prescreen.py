@@ -97,7 +97,7 @@ def test_the_outcome_reward_screen_keeps_answers_that_differ_not_call_counts():
     from toolkit.train.batching import reward_scorer
     from toolkit.train.grpo import reward_funcs
 
-    lookup = next(t for t in read_jsonl(EVAL_FILE, Task) if t.id == "eval-s0-00003")
+    lookup = next(t for t in read_jsonl(EVAL_FILE, Task) if t.id == "eval-s0-00002")
     answers = Task.from_dict({**lookup.to_dict(), "id": "answers-differ"})
     calls = Task.from_dict({**lookup.to_dict(), "id": "calls-differ"})
     eps = drift_episodes(lookup, max_turns=3)

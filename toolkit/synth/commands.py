@@ -181,6 +181,7 @@ def format_summary(summary: dict[str, Any], timings: dict[str, float] | None = N
             "rubric_items_by_category",
             "held_out",
             "drops",
+            "leaked_by_template",
         ):
             if s.get(key):
                 lines.append(

@@ -285,6 +285,7 @@ def _generate_split(
     stats: Counter[str] = Counter()
     drops: Counter[str] = Counter()
     examples: list[str] = []  # why replays failed (first few), for debugging templates
+    leaked: Counter[str] = Counter()  # drafts dropped because an earlier hop states the answer
     near_dups = NearDuplicateFilter(config.near_duplicate_jaccard)
     attempt = 0
     max_attempts = 40 * max(target, 10)
@@ -356,6 +357,8 @@ def _generate_split(
             ok, replay_drops, details = replay(batch, recomputes)
             drops.update({f"replay_{k}": v for k, v in replay_drops.items()})
             for i, why in sorted(details.items()):
+                if why.startswith("answer_leaked"):
+                    leaked[batch[i].metadata["template"]] += 1
                 if len(examples) < 10:
                     examples.append(f"{batch[i].metadata['template']}: {why}"[:300])
             batch = [t for t, good in zip(batch, ok, strict=True) if good]
@@ -369,6 +372,7 @@ def _generate_split(
     stats_out = {"target": target, "generated": len(kept), "attempts": attempt, **dict(sorted(stats.items()))}
     stats_out["drops"] = dict(sorted(drops.items()))
     stats_out["drop_examples"] = examples
+    stats_out["leaked_by_template"] = dict(sorted(leaked.items()))
     return kept, stats_out
 
 

@@ -32,6 +32,7 @@ from toolkit.synth.explore import Exploration, classify, explore, get_path
 from toolkit.synth.own_tasks import compute, outputs_of, read_drafts
 from toolkit.synth.own_teacher import phrase, propose_calls
 from toolkit.synth.own_writes import write_drafts
+from toolkit.checks.leaks import leaked_answer
 from toolkit.synth.replay import state_check_passes, values_match
 from toolkit.synth.rubric import build_rubric
 
@@ -116,7 +117,9 @@ async def _replay_reads(tasks: Sequence[Task], recipe: ServerRecipe, timeout: fl
                 if bad is not None:
                     failed[task.id] = "a call failed on replay"
                     continue
-                why = _check_outputs(task, outputs_of(results))
+                checks = [i.check for i in task.rubric if i.essential and i.check.get("type") == "answer"]
+                leak = leaked_answer(task.gold, [r.text for r in results], checks)
+                why = f"the answer leaks: {leak}" if leak else _check_outputs(task, outputs_of(results))
                 if why:
                     failed[task.id] = why
     return failed

@@ -1,7 +1,8 @@
 """Replay validation: run each gold trajectory through MCP on a fresh world and check it.
 
-A draft survives when every gold call succeeds, the answers recomputed from the replayed tool
-outputs equal the answers computed from the world state, the state diff shows every expected change,
+A draft survives when every gold call succeeds, no earlier hop already states an expected answer
+(``toolkit.checks.leaks``), the answers recomputed from the replayed tool outputs equal the answers
+computed from the world state, the state diff shows every expected change,
 and read-only tasks leave the state untouched. Failures are dropped and counted by reason (PROVE
 replays its synthesised trajectories on a fresh environment the same way, reference 002).
 """
@@ -17,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from toolkit.aio import run_sync
+from toolkit.checks.leaks import leaked_answer
 from toolkit.checks.state import state_verdict
 from toolkit.records import Task
 from toolkit.toolbox import Toolbox, ToolResult
@@ -74,6 +76,10 @@ async def replay_task(
         if not res.ok:
             return ReplayOutcome(False, "call_failed", f"step {i} {call.name}: {res.text[:200]}", results)
     diff = toolbox.state_diff()
+    answer_checks = [it.check for it in task.rubric if it.essential and it.check.get("type") == "answer"]
+    leak = leaked_answer(task.gold, [r.text for r in results], answer_checks)
+    if leak:  # an earlier hop states the answer: the task is not the one it claims to be
+        return ReplayOutcome(False, "answer_leaked", leak, results, diff)
     if recompute is not None:
         try:
             got = recompute(results)
