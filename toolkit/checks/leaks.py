@@ -16,7 +16,6 @@ from typing import Any
 from toolkit.checks.answer import date_mentions, fold, number_mentions, text_mentions, value_kind
 from toolkit.checks.normalize import numbers_close, parse_date, parse_number
 
-
 # A listing's own bookkeeping ("total": 1 results, a cursor) says how many records matched the search,
 # not anything about them: not a statement of an answer.
 PAGING_KEYS = frozenset(

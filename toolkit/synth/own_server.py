@@ -25,6 +25,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from toolkit.checks.leaks import leaked_answer
 from toolkit.envs.recipe import OWN_KEY, ServerRecipe, scratch_servers
 from toolkit.records import GoldCall, Task
 from toolkit.synth.base import Draft
@@ -32,7 +33,6 @@ from toolkit.synth.explore import Exploration, classify, explore, get_path
 from toolkit.synth.own_tasks import compute, outputs_of, read_drafts
 from toolkit.synth.own_teacher import phrase, propose_calls
 from toolkit.synth.own_writes import write_drafts
-from toolkit.checks.leaks import leaked_answer
 from toolkit.synth.replay import state_check_passes, values_match
 from toolkit.synth.rubric import build_rubric
 
