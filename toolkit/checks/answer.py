@@ -361,14 +361,15 @@ def hedged(text: str) -> str:
     return m.group(0) if m else ""
 
 
-_CLAUSE_END = re.compile(r"(?<!\d)[.!?;](?=\s|$)|\(\d{1,2}\)|\n")
+_PART_START = _ENUMERATOR  # "(2)", "2." after a sentence: where the answer to another part begins
 _JOINED = re.compile(r"^\s*(?:,|/|&|\band\b|\bor\b|\bvs\.?|\bversus\b)\s*$")
 
 
 def _picks_other(text: str, first: tuple[int, int], other: list[tuple[int, int]]) -> bool:
     """For a choice the request offers: whether the answer names another option before the expected one
-    in the clause that first states it (its pick), or joins the two in a list ("Berlin and Madrid")."""
-    start = max([m.end() for m in _CLAUSE_END.finditer(text, 0, first[0])], default=0)
+    in the part of the answer that first states it (its pick; a multi-part answer's parts start at "(2)"
+    or "2."), or joins the two in a list ("Berlin and Madrid")."""
+    start = max([m.end() for m in _PART_START.finditer(text, 0, first[0])], default=0)
     if any(start <= a < first[0] for a, _ in other):
         return True
     return any(_JOINED.match(text[b : first[0]]) or _JOINED.match(text[first[1] : a]) for a, b in other)

@@ -47,16 +47,15 @@ def _present(tok: str, hay: str) -> bool:
 
 
 # the value a kit answer item names last: "... must state that the city of ... is Osaka."
-_STATED = re.compile(
-    r"must state that .+ (?:is|are|was|has|have) (.+?)(?: \(or an approximately rounded value\))?\.$", re.S
-)
+_STATED = re.compile(r"must state that .+ is (.+?)(?: \(or an approximately rounded value\))?\.$", re.S)
 
 
 def _answer_verdict(item_text: str, trajectory: dict[str, Any], context: str = "") -> tuple[str, str]:
     """An item that asks the agent to state something ("must state", or an MCP-Atlas claim): its evidence
     must be in the answers to the user, and the answers must commit to it (``toolkit.checks.answer``):
-    no number, date or identifier the item texts (``context``: the batch's items, the request) do not
-    name, no pasted tool output, no hedge, nothing cut by the token cap."""
+    no number, date or identifier that neither the item texts (``context``: the batch's items, the
+    request) nor the tool outputs name, at most two from the outputs alone, no pasted tool output, no
+    hedge, nothing cut by the token cap."""
     from toolkit.checks.answer import date_mentions, fold, hedged, id_mentions, number_mentions, pasted
 
     answer = fold("\n".join(a or "" for a in trajectory.get("answers_to_user") or []))
@@ -69,12 +68,15 @@ def _answer_verdict(item_text: str, trajectory: dict[str, Any], context: str = "
         return "fail", "stand-in: answer pastes tool output"
     if hedged(answer):
         return "fail", "stand-in: answer hedges"
-    named = fold(item_text + "\n" + context)
+    # values the items or the request name are the claim's own; values the tools returned are context
+    # a true answer may add, but not many of them (a list of candidates); any other value is invented
+    named, seen = fold(item_text + "\n" + context), fold("\n".join(outputs))
     for find in (number_mentions, date_mentions, id_mentions):
-        allowed = [m.value for m in find(named)]
+        allowed, offered = [m.value for m in find(named)], [m.value for m in find(seen)]
         extra = [m.value for m in find(answer) if m.value not in allowed]
-        if extra:
-            return "fail", f"stand-in: answer also states {[str(v) for v in extra[:3]]}"
+        invented = [v for v in extra if v not in offered]
+        if invented or len(set(extra)) > 2:
+            return "fail", f"stand-in: answer also states {[str(v) for v in (invented or extra)[:3]]}"
     stated = _STATED.search(item_text.strip())
     wanted = evidence(item_text) + ([stated.group(1)] if stated else [])
     missing = [t for t in wanted if not _present(t, answer)]
