@@ -37,11 +37,18 @@ def legacy_answer_check(spec: dict, task: Task, traj: Trajectory) -> tuple[str, 
     return ("pass", "states the value") if ok else ("fail", "does not state the value")
 
 
+def legacy_clarification_check(spec: dict, task: Task, traj: Trajectory) -> tuple[str, str]:
+    """The clarification check before issue 48: any question mark, cut or copied or not."""
+    asked = "?" in (traj.final_answer or "")
+    return ("pass" if asked and not traj.state_diff else "partial" if asked else "fail"), ""
+
+
 def grade(tasks: dict[str, Task], trajs: list[Trajectory], legacy: bool) -> dict[str, dict[str, Any]]:
     """task id -> rubric score, pass@0.75 and the verdict of each answer item, under one check."""
-    saved = rubric.CHECKS["answer"]
+    saved = dict(rubric.CHECKS)
     if legacy:
         rubric.CHECKS["answer"] = legacy_answer_check
+        rubric.CHECKS["clarification"] = legacy_clarification_check
     try:
         reward = rubric.RubricReward()
         out = {}
@@ -50,14 +57,16 @@ def grade(tasks: dict[str, Task], trajs: list[Trajectory], legacy: bool) -> dict
             res = reward(task, traj)
             items = {i["id"]: i for i in res.details["items"]}
             answers = [it.id for it in task.rubric if it.check.get("type") == "answer" and it.essential]
+            # the old pass@0.75 read the score alone; the new one also needs every stated value
+            gate = legacy or not res.details.get("answer_failed")
             out[traj.task_id] = {
                 "score": res.score,
-                "pass": float(res.score >= THRESHOLD - 1e-9),
+                "pass": float(res.score >= THRESHOLD - 1e-9 and gate),
                 "answers": {a: (items[a]["verdict"], items[a]["reason"]) for a in answers},
             }
         return out
     finally:
-        rubric.CHECKS["answer"] = saved
+        rubric.CHECKS.update(saved)
 
 
 def why(reason: str) -> str:

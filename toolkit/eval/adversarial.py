@@ -209,6 +209,17 @@ def markdown(table: dict[str, Any], group: str = "answer tasks") -> str:
     return "\n".join(lines)
 
 
+def markdown_by_kind(table: dict[str, Any], reward: str) -> str:
+    """Policy x task kind for one reward: mean score / pass@0.75."""
+    kinds = sorted(k for k in table[reward]["gold"] if k not in ("all", "answer tasks"))
+    lines = ["| policy | " + " | ".join(kinds) + " |", "|---|" + "---|" * len(kinds)]
+    for policy in POLICIES:
+        row = table[reward].get(policy, {})
+        cells = [f"{row[k]['mean']:.2f} / {row[k]['pass']:.2f}" if k in row else "-" for k in kinds]
+        lines.append(f"| {policy} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m toolkit.eval.adversarial", description=__doc__.split("\n\n")[0]
@@ -218,6 +229,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rewards", nargs="*", default=list(KIT_REWARDS))
     parser.add_argument("--json", help="write the whole table here")
     parser.add_argument("--markdown", action="store_true", help="print reward x policy tables")
+    parser.add_argument(
+        "--by-kind", nargs="*", default=[], help="also print policy x kind tables of these rewards"
+    )
     args = parser.parse_args(argv)
     if args.limit is not None and args.limit < 1:
         parser.error(f"--limit must be a positive number of tasks, got {args.limit}")
@@ -248,6 +262,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.markdown:
         for group in ("answer tasks", "all"):
             print(f"\n{group}:\n\n" + markdown(table, group))
+    for reward in args.by_kind:
+        print(f"\n{reward} by task kind:\n\n" + markdown_by_kind(table, reward))
     return 0
 
 

@@ -19,7 +19,7 @@ from dataclasses import asdict
 from typing import Any
 
 from toolkit.checks import normalize as norm
-from toolkit.checks.answer import AnswerContext, check_answer
+from toolkit.checks.answer import AnswerContext, check_answer, fold
 from toolkit.checks.state import state_verdict
 from toolkit.records import RewardResult, RubricItem, Task, Trajectory
 from toolkit.rewards.base import Reward, Thresholded, answer_text, model_calls
@@ -110,6 +110,11 @@ def _check_no_tool_calls(spec: dict, task: Task, traj: Trajectory) -> tuple[Verd
 
 
 def _check_clarification(spec: dict, task: Task, traj: Trajectory) -> tuple[Verdict, str]:
+    if traj.stop_reason == "length":
+        return "fail", "question cut by the token cap (never delivered)"
+    request = fold("\n".join([task.prompt, *task.followups]))
+    if request and request in fold(traj.final_answer or ""):
+        return "fail", "the request copied back is not a question about it"
     asked = "?" in (traj.final_answer or "")
     if asked and not traj.state_diff:
         return "pass", "asked the user, changed nothing"
