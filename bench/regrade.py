@@ -114,12 +114,52 @@ def regrade_folder(tasks: dict[str, Task], folder: Path) -> dict[str, Any]:
     return {"old": old, "new": new, "answers_passing_only_under_old": dict(only_old)}
 
 
+def adversarial_before_after(tasks_file: Path, rewards: tuple[str, ...] = ("rubric", "outcome")) -> str:
+    """The adversarial policies (toolkit.eval.adversarial) on ``tasks_file``'s answer tasks, pass@0.75
+    under the old answer check (no pass gate) and under the new one, as a Markdown table."""
+    from contextlib import ExitStack
+    from unittest import mock
+
+    from toolkit.eval import adversarial
+
+    tasks = read_jsonl(tasks_file, Task)
+    rows = {}
+    for label, legacy in (("old", True), ("new", False)):
+        with ExitStack() as stack:
+            if legacy:
+                stack.enter_context(mock.patch.dict(rubric.CHECKS, {"answer": legacy_answer_check}))
+                stack.enter_context(
+                    mock.patch.dict(rubric.CHECKS, {"clarification": legacy_clarification_check})
+                )
+                stack.enter_context(mock.patch.object(rubric, "answers_failed", lambda task, grades: 0))
+            table = adversarial.run_suite(tasks, adversarial.make_rewards(rewards))
+        rows[label] = table
+    n = sum(adversarial.has_answer_item(t) for t in tasks)
+    lines = [
+        f"{n} answer tasks of {tasks_file}; pass@0.75, old check -> new check",
+        "",
+        "| policy | " + " | ".join(rewards) + " |",
+        "|---|" + "---|" * len(rewards),
+    ]
+    for policy in adversarial.POLICIES:
+        cells = [
+            f"{rows['old'][r][policy]['answer tasks']['pass']:.3f} -> {rows['new'][r][policy]['answer tasks']['pass']:.3f}"
+            for r in rewards
+        ]
+        lines.append(f"| {policy} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.regrade", description=__doc__.split("\n\n")[0])
     parser.add_argument("adapters", type=Path, help="a shipped folder: recipe.json, warm_start/, grpo/")
     parser.add_argument("out", type=Path)
     parser.add_argument("--sets", nargs="*", help="dev and/or test-seed<S> (default: all)")
+    parser.add_argument("--adversarial", type=Path, help="only: the adversarial table of this tasks file")
     args = parser.parse_args(argv)
+    if args.adversarial:
+        print(adversarial_before_after(args.adversarial))
+        return
 
     from toolkit.train.config import load_recipe
     from toolkit.train.pipeline import (

@@ -195,3 +195,17 @@ def test_pass_at_t_needs_the_answer():
     )
     comps = metric_components([wrong, right])
     assert list(comps["pass@0.75"][0]) == [0.0, 1.0] and list(comps["coverage"][0]) == [0.83, 0.83]
+
+
+def test_the_old_check_passed_what_the_new_one_fails(tmp_path):
+    """bench.regrade's side-by-side: the same adversarial episodes under the check before issue 48 and now."""
+    from bench.regrade import adversarial_before_after
+
+    tasks = [t for t in read_jsonl(EVAL, Task) if t.metadata.get("kind") in ("chain", "aggregate")][:12]
+    path = tmp_path / "tasks.jsonl"
+    path.write_text("".join(json.dumps(t.to_dict()) + "\n" for t in tasks))
+    rows = {line.split(" | ")[0].strip("| "): line for line in adversarial_before_after(path).splitlines()}
+    old, new = (float(x) for x in rows["hedge"].split(" | ")[1].split(" -> "))
+    assert old == 1.0 and new == 0.0  # the gold answer "or maybe" the other values passed every task
+    old, new = (float(x) for x in rows["gold"].split(" | ")[1].split(" -> "))
+    assert old == new == 1.0

@@ -119,7 +119,8 @@ async def _replay_reads(tasks: Sequence[Task], recipe: ServerRecipe, timeout: fl
                     continue
                 checks = [i.check for i in task.rubric if i.essential and i.check.get("type") == "answer"]
                 leak = leaked_answer(task.gold, [r.text for r in results], checks)
-                why = f"the answer leaks: {leak}" if leak else _check_outputs(task, outputs_of(results))
+                leak_note = f"the answer leaks: an earlier call states it ({task.metadata.get('template')})"
+                why = leak_note if leak else _check_outputs(task, outputs_of(results))
                 if why:
                     failed[task.id] = why
     return failed
