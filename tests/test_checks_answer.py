@@ -209,3 +209,13 @@ def test_the_old_check_passed_what_the_new_one_fails(tmp_path):
     assert old == 1.0 and new == 0.0  # the gold answer "or maybe" the other values passed every task
     old, new = (float(x) for x in rows["gold"].split(" | ")[1].split(" -> "))
     assert old == new == 1.0
+
+
+def test_lists_of_words_and_spelled_out_numbers_fail():
+    outputs = ['{"channel": "web"}']
+    assert ok("The channel is web.", "web", outputs=outputs)
+    assert ok("Ticket t-1033 has channel web, as requested.", "web", outputs=outputs)
+    for listing in ("web, email, phone", "email, phone, web", "web, email and chat", "It is web and email."):
+        assert not ok(listing, "web", outputs=outputs), listing
+    assert ok("The latest one closed at 26.38.", 26.38, "number")
+    assert not ok("26.38, twenty-seven, twenty-eight", 26.38, "number")

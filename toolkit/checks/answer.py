@@ -145,6 +145,37 @@ def number_mentions(text: str) -> list[Mention]:
             out.append(Mention("number", float(tok), m.span()))
         except ValueError:
             continue
+    return out + word_number_mentions(text)
+
+
+_UNITS = "two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen nineteen".split()
+_TENS = "twenty thirty forty fifty sixty seventy eighty ninety".split()
+_WORD_NUMBERS = {w: float(i) for i, w in enumerate(_UNITS, start=2)} | {
+    t: float(10 * i) for i, t in enumerate(_TENS, start=2)
+}
+# "one" is left out: it is a pronoun as often as a number ("the latest one")
+_WORD_NUMBER = re.compile(
+    r"\b("
+    + "|".join(_TENS)
+    + r")(?:[- ](one|"
+    + "|".join(_UNITS[:8])
+    + r"))?\b|\b("
+    + "|".join(_UNITS)
+    + r")\b"
+)
+
+
+def word_number_mentions(text: str) -> list[Mention]:
+    """Numbers spelled out in folded ``text`` ("seventeen", "twenty-seven"), so a list cannot hide in words."""
+    out = []
+    for m in _WORD_NUMBER.finditer(text):
+        if m.group(3):
+            value = _WORD_NUMBERS[m.group(3)]
+        else:
+            value = _WORD_NUMBERS[m.group(1)] + (
+                1.0 if m.group(2) == "one" else _WORD_NUMBERS.get(m.group(2) or "", 0.0)
+            )
+        out.append(Mention("number", value, m.span()))
     return out
 
 
@@ -352,7 +383,33 @@ def check_answer(
         before, after = text[max(0, a - 12) : a], text[b : b + 12]
         if re.search(r"(?:\bor|/)\s*$", before) or re.match(r"^\s*(?:or\b|/)", after):
             return AnswerVerdict(False, "answer offers the value as one alternative of several")
+        if kind == "text" and _in_list(text, (a, b)):
+            return AnswerVerdict(False, "answer lists the value among others")
     return AnswerVerdict(True, "answer states the value and nothing competing")
+
+
+_SEP = r"(?:,\s*(?:and|or)\b|,|;|/|\band\b|\bor\b)"
+_WORD = r"(?!(?:and|or)\b)[^\s,;/.!?:()]+"
+_ITEM = rf"{_WORD}(?:\s+{_WORD}){{0,2}}"
+_NEXT = re.compile(rf"^\s*{_SEP}\s*({_ITEM})\s*(?={_SEP}|[.!?;:)]|$)")
+_PREV = re.compile(rf"(?:^|[:(,;/]|\band\b|\bor\b)\s*({_ITEM})\s*{_SEP}\s*$")
+
+
+def _in_list(text: str, span: tuple[int, int]) -> bool:
+    """Whether the words at ``span`` are one item of a list of three or more short items ("web, email,
+    phone"), or of two joined by "and" that close the sentence ("web and email."): listing the values
+    a field can take is not an answer."""
+    items, end = 1, span[1]
+    while (m := _NEXT.match(text[end:])) and items < 5:
+        items, end = items + 1, end + m.end()
+    start = span[0]
+    while (m := _PREV.search(text[max(0, start - 80) : start])) and items < 5:
+        items, start = items + 1, start - (len(text[max(0, start - 80) : start]) - m.start(1))
+    if items >= 3:
+        return True
+    tail = text[span[1] :]
+    pair = re.match(rf"^\s*\band\b\s*({_ITEM})\s*(?:[.!?]|$)", tail)
+    return bool(pair)
 
 
 def hedged(text: str) -> str:
