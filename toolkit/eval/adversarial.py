@@ -33,6 +33,7 @@ import sys
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from toolkit.aio import run_sync
@@ -123,6 +124,19 @@ def episodes(task: Task, gold_traj: Trajectory) -> dict[str, Trajectory]:
     runs["no-calls"] = _with_answer(bare, ref, "no-calls")
     runs["abstain"] = _with_answer(bare, ABSTAIN, "abstain")
     return runs
+
+
+def write_cases(tasks: Sequence[Task], folder: Path) -> int:
+    """Every policy's episode on each answer task into ``folder/tasks.jsonl`` and
+    ``folder/trajectories.jsonl``: calibration cases for a judge (``mcp-rl score --reward rubric-judge
+    --calibrate`` compares its verdicts with the programmatic grader's, which fails every one but gold)."""
+    from toolkit.records import write_jsonl
+    from toolkit.rewards.replay import replay_gold
+
+    chosen = [t for t in tasks if has_answer_item(t)]
+    trajs = [traj for t in chosen for traj in episodes(t, replay_gold(t)).values()]
+    write_jsonl(folder / "tasks.jsonl", chosen)
+    return write_jsonl(folder / "trajectories.jsonl", trajs)
 
 
 def has_answer_item(task: Task) -> bool:
@@ -228,6 +242,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, help="the first N tasks")
     parser.add_argument("--rewards", nargs="*", default=list(KIT_REWARDS))
     parser.add_argument("--json", help="write the whole table here")
+    parser.add_argument("--cases", type=Path, help="also write every episode here (judge calibration cases)")
     parser.add_argument("--markdown", action="store_true", help="print reward x policy tables")
     parser.add_argument(
         "--by-kind", nargs="*", default=[], help="also print policy x kind tables of these rewards"
@@ -251,6 +266,9 @@ def main(argv: list[str] | None = None) -> int:
                 flush=True,
             )
 
+    if args.cases:
+        n = write_cases(tasks, args.cases)
+        print(f"{n} calibration episodes -> {args.cases}/trajectories.jsonl", file=sys.stderr)
     with StandInJudge() as judge:
         rewards = make_rewards(args.rewards, judge.base_url)
         table = run_suite(tasks, rewards, progress=progress)
