@@ -147,7 +147,10 @@ def test_rubric_pass_is_the_per_episode_pass_at_threshold():
     strict, loose = get_reward("rubric-pass"), get_reward("rubric-pass", threshold=0.5)
     assert strict.name == "rubric-pass" and strict.range == (0.0, 1.0)
     assert [strict(task, t).score for t in (gold, wrong)] == [1.0, 0.0]
-    assert loose(task, wrong).score == 1.0
+    # 0.6 of the items reach the loose threshold, but a wrong answer never passes (the pass@t gate)
+    assert loose(task, wrong).score == 0.0 and loose(task, wrong).details["answer_failed"] == 2
+    right_answer_wrong_order = perturb(task, gold, ["swap_calls"])
+    assert loose(task, right_answer_wrong_order).score == 1.0
     assert strict(task, wrong).breakdown["rubric"] == pytest.approx(0.6)
     assert as_trl_reward_func(strict).__name__ == "reward_rubric_pass"
     with pytest.raises(ValueError, match="threshold"):

@@ -2,9 +2,10 @@
 
 "Trace deal d-009 through its company and report the name" is a two-hop chain only if the deal does not
 already say the company's name; the deal "Granite Bank - Renewal" does, and a model passes after one
-call. Synthesis drops such a task (``toolkit.synth.replay``): an expected answer value is leaked when
-the output of a gold call that the call producing it depends on (directly or through other calls)
-already states it, by the mention rules of the answer check (``toolkit.checks.answer``).
+call. Synthesis drops such a chain (``toolkit.synth.replay``, own-server replays too): an expected
+answer value that a last hop states is leaked when an earlier hop that hop depends on (directly or
+through others) states it too, by the mention rules of the answer check (``toolkit.checks.answer``); a
+number only in a field of the same name, so that a 1 in some other field is no statement of it.
 """
 
 from __future__ import annotations
@@ -34,19 +35,72 @@ def content(output: str) -> str:
     return json.dumps(data, ensure_ascii=False)
 
 
-def states(text: str, value: Any, rule: str | None, tolerance: float = 0.0) -> bool:
-    """Whether ``text`` (a tool output) states ``value`` under ``rule``, as a mention of its own kind."""
-    folded = fold(content(text))
+def _number_leaves(obj: Any, key: str = "") -> list[tuple[str, float]]:
+    if isinstance(obj, bool):
+        return []
+    if isinstance(obj, int | float):
+        return [(key, float(obj))]
+    if isinstance(obj, dict):
+        return [leaf for k, v in obj.items() for leaf in _number_leaves(v, str(k))]
+    if isinstance(obj, list):
+        return [leaf for v in obj for leaf in _number_leaves(v, key)]
+    return []
+
+
+def stating_fields(
+    text: str, value: Any, rule: str | None, tolerance: float = 0.0, deciding: bool = True
+) -> set[str] | None:
+    """The fields of tool output ``text`` that state ``value`` under ``rule`` and so decide it: JSON
+    fields that hold it and no other value (a field listing several candidates, as a watchlist's
+    symbols or a listing's prices, decides nothing); {""} for a non-JSON output that mentions it; None
+    when it states nothing. Fields are compared by name, so a 1 in another field is no statement.
+    ``deciding=False``: every field that states it (the last hop, which may list others beside it)."""
     kind = value_kind(value, rule)
     if kind == "number":
         want = parse_number(value)
-        return want is not None and any(
-            numbers_close(m.value, want, tolerance) for m in number_mentions(folded)
-        )
+        try:
+            data = json.loads(content(text))
+        except (ValueError, RecursionError):
+            data = None
+        if want is None:
+            return None
+        if data is not None:  # a field that holds it and no other number (not one value of a list)
+            leaves = _number_leaves(data)
+            keys = {k for k, v in leaves if numbers_close(v, want, tolerance)}
+            if deciding:
+                keys = {k for k in keys if len({v for kk, v in leaves if kk == k}) == 1}
+            return keys or None
+        hit = any(numbers_close(m.value, want, tolerance) for m in number_mentions(fold(text)))
+        return {""} if hit else None
+    try:
+        data = json.loads(content(text))
+    except (ValueError, RecursionError):
+        data = None
+    if data is not None:  # the fields whose value states it, and only where that field names no other
+        leaves = _string_leaves_keyed(data)
+        hits = {k for k, v in leaves if _mentions(fold(v), kind, value, rule)}
+        if deciding:
+            hits = {k for k in hits if len({fold(v) for kk, v in leaves if kk == k}) == 1}
+        return hits or None
+    folded = fold(text)
+    return {""} if _mentions(folded, kind, value, rule) else None
+
+
+def _mentions(folded: str, kind: str, value: Any, rule: str | None) -> bool:
     if kind == "date":
         want = parse_date(value)
         return want is not None and any(m.value == want for m in date_mentions(folded))
     return bool(text_mentions(folded, str(value), rule))
+
+
+def _string_leaves_keyed(obj: Any, key: str = "") -> list[tuple[str, str]]:
+    if isinstance(obj, str):
+        return [(key, obj)]
+    if isinstance(obj, dict):
+        return [leaf for k, v in obj.items() for leaf in _string_leaves_keyed(v, str(k))]
+    if isinstance(obj, list):
+        return [leaf for v in obj for leaf in _string_leaves_keyed(v, key)]
+    return []
 
 
 def leaked_answer(gold: Sequence[Any], outputs: Sequence[str], checks: Sequence[dict[str, Any]]) -> str:
@@ -69,31 +123,27 @@ def leaked_answer(gold: Sequence[Any], outputs: Sequence[str], checks: Sequence[
 
     for check in checks:
         value, rule, tol = check.get("value"), check.get("normalize"), float(check.get("tolerance", 0.0))
-        stated = {i for i in range(min(n, len(outputs))) if states(outputs[i], value, rule, tol)}
-        # the call that produces the value: a last hop that states it; a value no last hop states is
-        # computed (a count, a sum), produced by every last hop of a single-part task; in a multi-part
-        # task its part is unknown, so it is not judged
-        needed = [i for i in sinks if i in stated] or (sinks if _connected(parents) else [])
-        early = sorted({a for i in needed for a in ancestors(i)} & stated)
-        if early:
-            return f"{value!r} is already stated by step {early[0]} ({gold[early[0]].name})"
+
+        def fields(i: int, deciding: bool, value=value, rule=rule, tol=tol) -> set[str] | None:
+            return stating_fields(outputs[i], value, rule, tol, deciding) if i < len(outputs) else None
+
+        # the value's source is a last hop that states it (among other values, maybe); an earlier hop it
+        # depends on leaks it when a field of the same name there states it and nothing else. A value no
+        # last hop states was computed or taken from an earlier hop on purpose: not judged here.
+        for sink in sinks:
+            last = fields(sink, deciding=False)
+            for anc in sorted(ancestors(sink)) if last else []:
+                early = fields(anc, deciding=True)
+                if early and early & last:
+                    return f"{value!r} is already stated by step {anc} ({gold[anc].name})"
     return ""
 
 
-def _connected(parents: Sequence[set[int]]) -> bool:
-    """Whether the gold calls form one dependency graph (one part), ignoring direction."""
-    n = len(parents)
-    if n <= 1:
-        return True
-    links = {i: set() for i in range(n)}
-    for j, ps in enumerate(parents):
-        for i in ps:
-            if 0 <= i < n:
-                links[i].add(j)
-                links[j].add(i)
-    seen, todo = {0}, [0]
-    while todo:
-        for k in links[todo.pop()] - seen:
-            seen.add(k)
-            todo.append(k)
-    return len(seen) == n
+def chain_leak(task: Any, outputs: Sequence[str]) -> str:
+    """``leaked_answer`` for a chain task (kind ``chain``: an answer the last hop produces); "" for
+    other kinds, whose answers earlier hops may produce on purpose (a review's intermediate values, a
+    watchlist that lists the symbol a later quote picks)."""
+    if task.metadata.get("kind") != "chain":
+        return ""
+    checks = [it.check for it in task.rubric if it.essential and it.check.get("type") == "answer"]
+    return leaked_answer(task.gold, outputs, checks)

@@ -25,7 +25,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from toolkit.checks.leaks import leaked_answer
+from toolkit.checks.leaks import chain_leak
 from toolkit.envs.recipe import OWN_KEY, ServerRecipe, scratch_servers
 from toolkit.records import GoldCall, Task
 from toolkit.synth.base import Draft
@@ -117,8 +117,7 @@ async def _replay_reads(tasks: Sequence[Task], recipe: ServerRecipe, timeout: fl
                 if bad is not None:
                     failed[task.id] = "a call failed on replay"
                     continue
-                checks = [i.check for i in task.rubric if i.essential and i.check.get("type") == "answer"]
-                leak = leaked_answer(task.gold, [r.text for r in results], checks)
+                leak = chain_leak(task, [r.text for r in results])
                 leak_note = f"the answer leaks: an earlier call states it ({task.metadata.get('template')})"
                 why = leak_note if leak else _check_outputs(task, outputs_of(results))
                 if why:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from toolkit.aio import run_sync
-from toolkit.checks.leaks import leaked_answer
+from toolkit.checks.leaks import chain_leak
 from toolkit.checks.state import state_verdict
 from toolkit.records import Task
 from toolkit.toolbox import Toolbox, ToolResult
@@ -76,8 +76,7 @@ async def replay_task(
         if not res.ok:
             return ReplayOutcome(False, "call_failed", f"step {i} {call.name}: {res.text[:200]}", results)
     diff = toolbox.state_diff()
-    answer_checks = [it.check for it in task.rubric if it.essential and it.check.get("type") == "answer"]
-    leak = leaked_answer(task.gold, [r.text for r in results], answer_checks)
+    leak = chain_leak(task, [r.text for r in results])
     if leak:  # an earlier hop states the answer: the task is not the one it claims to be
         return ReplayOutcome(False, "answer_leaked", leak, results, diff)
     if recompute is not None:
