@@ -357,7 +357,18 @@ def answer_claims(task: Task) -> list[str]:
     answer only, so process rules such as "the model must use X" cannot be claims)."""
     from toolkit.rewards.perturb import answer_text
 
-    return [f'The {key.replace("_", " ")} is "{answer_text(value)}".' for key, value in task.answers.items()]
+    reference = str(task.metadata.get("reference_answer") or "")
+
+    def written(value: Any) -> str:
+        # a number as the reference answer writes it (177000.0 -> "177,000"), so the claim's value is
+        # one the final answer states verbatim
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            for form in (f"{value:,.2f}".rstrip("0").rstrip("."), f"{value:g}", str(value)):
+                if form in reference:
+                    return form
+        return answer_text(value)
+
+    return [f'The {key.replace("_", " ")} is "{written(value)}".' for key, value in task.answers.items()]
 
 
 def to_atlas_record(task: Task, traj: Trajectory, tool_server: Mapping[str, str]) -> dict[str, Any] | Skip:
