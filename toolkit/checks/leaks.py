@@ -140,10 +140,11 @@ def leaked_answer(gold: Sequence[Any], outputs: Sequence[str], checks: Sequence[
 
 
 def chain_leak(task: Any, outputs: Sequence[str]) -> str:
-    """``leaked_answer`` for a chain task (kind ``chain``: an answer the last hop produces); "" for
-    other kinds, whose answers earlier hops may produce on purpose (a review's intermediate values, a
-    watchlist that lists the symbol a later quote picks)."""
-    if task.metadata.get("kind") != "chain":
-        return ""
+    """``leaked_answer`` for a read-only chain task (kind ``chain``: an answer the last hop produces); ""
+    for other kinds, whose answers earlier hops may produce on purpose (a review's intermediate values),
+    and for a chain that writes ("book the cheapest flight and tell me its price": the search already
+    shows the price, and the booking is the point)."""
+    if task.metadata.get("kind") != "chain" or any(it.check.get("type") == "state" for it in task.rubric):
+        return ""  # a chain that writes needs its write whatever the reads already show
     checks = [it.check for it in task.rubric if it.essential and it.check.get("type") == "answer"]
     return leaked_answer(task.gold, outputs, checks)
