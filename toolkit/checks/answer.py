@@ -31,6 +31,7 @@ Everything here is pure; only an unknown normalisation rule (a malformed spec) r
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import unicodedata
@@ -189,8 +190,6 @@ def text_mentions(text: str, needle: str, rule: str | None = "text") -> list[tup
         words = norm.name_tokens(needle)
         if not words or len(words) > 4:
             return []
-        import itertools
-
         spans: list[tuple[int, int]] = []
         for perm in set(itertools.permutations(words)):
             pattern = r"(?<![^\W_])" + r"[\W_]+".join(map(re.escape, perm)) + r"(?![^\W_])"
@@ -215,7 +214,7 @@ def output_strings(outputs: Sequence[str]) -> set[tuple[str, str]]:
         if not out:
             continue
         try:
-            found |= set(_string_leaves(json.loads(out)))
+            found |= set(string_leaves(json.loads(out)))
         except (ValueError, RecursionError):
             for m in _JSON_STRING_VALUE.finditer(out):
                 try:
@@ -225,15 +224,16 @@ def output_strings(outputs: Sequence[str]) -> set[tuple[str, str]]:
     return {(k, v) for k, v in found if 2 <= len(v.strip()) <= 200}
 
 
-def _string_leaves(obj: Any, key: str = "") -> Iterator[tuple[str, str]]:
+def string_leaves(obj: Any, key: str = "") -> Iterator[tuple[str, str]]:
+    """Every string value of parsed JSON with the key of the field that holds it."""
     if isinstance(obj, str):
         yield key, obj
     elif isinstance(obj, dict):
         for k, v in obj.items():
-            yield from _string_leaves(v, str(k))
+            yield from string_leaves(v, str(k))
     elif isinstance(obj, list):
         for v in obj:
-            yield from _string_leaves(v, key)
+            yield from string_leaves(v, key)
 
 
 def pasted(answer: str, outputs: Sequence[str], width: int = 60, stride: int = 20) -> bool:
@@ -252,7 +252,8 @@ def value_kind(value: Any, rule: str | None) -> str:
     if rule == "date":
         return "date"
     folded = fold(value)
-    if " " not in folded and id_mentions(folded) and id_mentions(folded)[0].span == (0, len(folded)):
+    ids = id_mentions(folded) if " " not in folded else []
+    if ids and ids[0].span == (0, len(folded)):
         return "id"
     return "text"
 

@@ -14,7 +14,14 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from toolkit.checks.answer import date_mentions, fold, number_mentions, text_mentions, value_kind
+from toolkit.checks.answer import (
+    date_mentions,
+    fold,
+    number_mentions,
+    string_leaves,
+    text_mentions,
+    value_kind,
+)
 from toolkit.checks.normalize import numbers_close, parse_date, parse_number
 
 # A listing's own bookkeeping ("total": 1 results, a cursor) says how many records matched the search,
@@ -24,15 +31,15 @@ PAGING_KEYS = frozenset(
 )
 
 
-def content(output: str) -> str:
-    """A tool output without the paging fields of a listing (JSON), else as it is."""
+def listing_content(output: str) -> Any:
+    """A tool output parsed as JSON, without the paging fields of a listing; None when it is not JSON."""
     try:
         data = json.loads(output)
     except (ValueError, RecursionError):
-        return output
+        return None
     if isinstance(data, dict) and any(isinstance(v, list) for v in data.values()):
         data = {k: v for k, v in data.items() if k not in PAGING_KEYS}
-    return json.dumps(data, ensure_ascii=False)
+    return data
 
 
 def _number_leaves(obj: Any, key: str = "") -> list[tuple[str, float]]:
@@ -56,51 +63,29 @@ def stating_fields(
     when it states nothing. Fields are compared by name, so a 1 in another field is no statement.
     ``deciding=False``: every field that states it (the last hop, which may list others beside it)."""
     kind = value_kind(value, rule)
+    want = parse_number(value) if kind == "number" else parse_date(value) if kind == "date" else value
+    if want is None:
+        return None
+    data = listing_content(text)
+    if data is None:  # not JSON: whether the text mentions it at all
+        return {""} if _states(fold(text), kind, want, rule, tolerance) else None
     if kind == "number":
-        want = parse_number(value)
-        try:
-            data = json.loads(content(text))
-        except (ValueError, RecursionError):
-            data = None
-        if want is None:
-            return None
-        if data is not None:  # a field that holds it and no other number (not one value of a list)
-            leaves = _number_leaves(data)
-            keys = {k for k, v in leaves if numbers_close(v, want, tolerance)}
-            if deciding:
-                keys = {k for k in keys if len({v for kk, v in leaves if kk == k}) == 1}
-            return keys or None
-        hit = any(numbers_close(m.value, want, tolerance) for m in number_mentions(fold(text)))
-        return {""} if hit else None
-    try:
-        data = json.loads(content(text))
-    except (ValueError, RecursionError):
-        data = None
-    if data is not None:  # the fields whose value states it, and only where that field names no other
-        leaves = _string_leaves_keyed(data)
-        hits = {k for k, v in leaves if _mentions(fold(v), kind, value, rule)}
-        if deciding:
-            hits = {k for k in hits if len({fold(v) for kk, v in leaves if kk == k}) == 1}
-        return hits or None
-    folded = fold(text)
-    return {""} if _mentions(folded, kind, value, rule) else None
+        leaves: list[tuple[str, Any]] = _number_leaves(data)
+        hits = {k for k, v in leaves if numbers_close(v, want, tolerance)}
+    else:
+        leaves = [(k, fold(v)) for k, v in string_leaves(data)]
+        hits = {k for k, v in leaves if _states(v, kind, want, rule, tolerance)}
+    if deciding:  # a field that holds it and no other value (not one value of a list)
+        hits = {k for k in hits if len({v for kk, v in leaves if kk == k}) == 1}
+    return hits or None
 
 
-def _mentions(folded: str, kind: str, value: Any, rule: str | None) -> bool:
+def _states(folded: str, kind: str, want: Any, rule: str | None, tolerance: float) -> bool:
+    if kind == "number":
+        return any(numbers_close(m.value, want, tolerance) for m in number_mentions(folded))
     if kind == "date":
-        want = parse_date(value)
-        return want is not None and any(m.value == want for m in date_mentions(folded))
-    return bool(text_mentions(folded, str(value), rule))
-
-
-def _string_leaves_keyed(obj: Any, key: str = "") -> list[tuple[str, str]]:
-    if isinstance(obj, str):
-        return [(key, obj)]
-    if isinstance(obj, dict):
-        return [leaf for k, v in obj.items() for leaf in _string_leaves_keyed(v, str(k))]
-    if isinstance(obj, list):
-        return [leaf for v in obj for leaf in _string_leaves_keyed(v, key)]
-    return []
+        return any(m.value == want for m in date_mentions(folded))
+    return bool(text_mentions(folded, str(want), rule))
 
 
 def leaked_answer(gold: Sequence[Any], outputs: Sequence[str], checks: Sequence[dict[str, Any]]) -> str:
