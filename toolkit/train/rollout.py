@@ -245,6 +245,7 @@ def kit_grpo_trainer_class() -> type:
         _kit_rows: list[dict[str, Any]] | None = None
         _kit_regroup = True  # micro-batches by task, cut to length (bench_grpo_step turns it off to compare)
         _kit_shared_prefix = False  # grpo_sampling.shared_prefix_update: a micro-batch's one prompt run once
+        _kit_scored_step: int | None = None  # the global step the buffered generation batch was scored at
         _kit_silenced: list[int] = []  # rows of still-flat groups under grpo_sampling.flat_groups: drop
 
         def _generate_and_score_completions(self, inputs):
@@ -255,14 +256,49 @@ def kit_grpo_trainer_class() -> type:
             return output
 
         def _prepare_inputs(self, generation_batch):
-            # a new generation batch: its micro-batches regrouped by task and cut to their own length
-            # (toolkit.train.batching.regroup_micro_batches: the same gradient, fewer padded tokens)
             before = self._buffered_inputs
             inputs = super()._prepare_inputs(generation_batch)
-            if self.model.training and self._kit_regroup and self._buffered_inputs is not before:
-                self._buffered_inputs = regroup_micro_batches(self._buffered_inputs)
+            if not self.model.training:
+                return inputs
+            if self._buffered_inputs is not before:  # a new generation batch, scored by TRL just now
+                self._kit_scored_step = self.state.global_step
+                if self._kit_regroup:
+                    # its micro-batches regrouped by task and cut to their own length
+                    # (toolkit.train.batching.regroup_micro_batches: the same gradient, fewer padded tokens)
+                    self._buffered_inputs = regroup_micro_batches(self._buffered_inputs)
+                self._kit_rescore_old_logps()
                 inputs = self._buffered_inputs[self._step % self.args.steps_per_generation]
+            # The PPO ratio of a micro-batch used before any optimizer step since scoring is exactly 1 (the
+            # parameters are the old ones), but TRL scored old_per_token_logps on the padded batch (it always
+            # does with the sampler correction on), and in bf16 the update's other layout gives other
+            # numbers: 0.1-1% of tokens were clipped on every step of run 25. Without them TRL takes
+            # per_token_logps.detach(), ratio 1; importance_sampling_ratio (sampler vs trainer) stays.
+            if self.state.global_step == self._kit_scored_step and "old_per_token_logps" in inputs:
+                inputs = {k: v for k, v in inputs.items() if k != "old_per_token_logps"}
             return inputs
+
+        def _kit_rescore_old_logps(self):
+            """Micro-batches used after an optimizer step (``num_iterations`` > 1, or more micro-batches a
+            generation than an accumulation window: TRL's own test) keep old logprobs; they are scored again
+            here, with the parameters TRL scored with, in the layout and through the path the update uses,
+            so that their ratio measures the step and not the layout."""
+            import torch
+            from trl.models.utils import disable_gradient_checkpointing
+
+            window = self.args.steps_per_generation * self.num_iterations
+            if self.args.gradient_accumulation_steps % window == 0:
+                return  # every micro-batch is used before the next optimizer step
+            gc_kwargs = self.args.gradient_checkpointing_kwargs
+            with torch.no_grad(), disable_gradient_checkpointing(self.model, gc_kwargs):
+                for batch in self._buffered_inputs:
+                    if "old_per_token_logps" not in batch:
+                        continue
+                    ids = torch.cat([batch["prompt_ids"], batch["completion_ids"]], dim=1)
+                    mask = torch.cat([batch["prompt_mask"], batch["completion_mask"]], dim=1)
+                    logps, _, _ = self._get_per_token_logps_and_entropies(
+                        self.model, ids, mask, batch["completion_ids"].size(1)
+                    )
+                    batch["old_per_token_logps"] = logps
 
         def _get_per_token_logps_and_entropies(
             self,
