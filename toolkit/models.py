@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import importlib.util
+import json
 import os
 import shutil
 import tempfile
@@ -191,7 +192,6 @@ def tiny_random_model_dir() -> Path:
     """The tiny random model saved as a checkpoint folder (built once; the folder name carries its shape
     and seed, so a changed ``TINY_CONFIG`` builds a new one)."""
     import hashlib
-    import json
 
     digest = hashlib.sha256(json.dumps([TINY_CONFIG, TINY_SEED], sort_keys=True).encode()).hexdigest()[:8]
     target = cache_dir() / "models" / f"tiny-random-{digest}"
@@ -248,6 +248,84 @@ def model_checkpoint(name: str) -> str:
     checkpoint folder (converted or built on first use), else ``name`` itself (a folder or a hub id)."""
     check_model_name(name)
     return str(KIT_MODELS[name]()) if name in KIT_MODELS else name
+
+
+class WrongBaseModel(ValueError):
+    """A LoRA adapter made for another base model than the one it is to be loaded on."""
+
+
+# config.json fields that decide whether an adapter's tensors fit a model
+SHAPE_KEYS = (
+    "model_type",
+    "vocab_size",
+    "hidden_size",
+    "intermediate_size",
+    "num_hidden_layers",
+    "num_attention_heads",
+    "num_key_value_heads",
+    "head_dim",
+)
+
+
+def check_adapter(adapter: str | Path, policy: str) -> None:
+    """Refuse, in one line and before anything loads, a LoRA adapter made for another model than
+    ``policy``'s (``NAME``, ``hf:NAME``, ``vllm:NAME``, ``unsloth:NAME``; ``gold`` and ``openai:`` load
+    none). Without it PEFT loads the model, then fails with a size mismatch per tensor (~30 lines).
+
+    The adapter's ``adapter_config.json`` names its base (``base_model_name_or_path``: a kit name, or the
+    cache folder of the machine that trained it). Other names are compared by their config.json shapes
+    where both can be read without downloading (a copy of a model under another name fits); what cannot
+    be told apart is left to the load."""
+    if policy == "gold" or policy.startswith("openai:"):
+        return
+    prefix, sep, rest = policy.partition(":")
+    model = rest if sep and prefix in ("hf", "vllm", "unsloth") else policy
+    config = Path(adapter) / "adapter_config.json"
+    if not config.is_file():
+        raise FileNotFoundError(f"{adapter}: no adapter_config.json (not a PEFT adapter folder)")
+    base = json.loads(config.read_text(encoding="utf-8")).get("base_model_name_or_path")
+    if not base:
+        return
+    mine, theirs = _kit_name(model) or model, _kit_name(base) or base
+    if mine == theirs or Path(mine).expanduser().resolve() == Path(theirs).expanduser().resolve():
+        return
+    shapes = _model_shape(mine), _model_shape(theirs)
+    if (mine in KIT_MODELS and theirs in KIT_MODELS) or (None not in shapes and shapes[0] != shapes[1]):
+        raise WrongBaseModel(
+            f"{adapter} is an adapter for {theirs} (its adapter_config.json), not for {mine}"
+        )
+
+
+def _kit_name(name: str) -> str | None:
+    """The kit model ``name`` is: a kit name, or a kit model's cache folder on any machine
+    (``.../models/smollm2-135m``, ``.../models/tiny-random-<digest>``)."""
+    if name in KIT_MODELS:
+        return name
+    path = Path(name)
+    if path.parent.name == "models" and path.name == DEFAULT_MODEL:
+        return DEFAULT_MODEL
+    if path.parent.name == "models" and path.name.startswith(TINY_MODEL + "-"):
+        return TINY_MODEL
+    return None
+
+
+def _model_shape(name: str) -> dict[str, Any] | None:
+    """``SHAPE_KEYS`` from ``name``'s config.json where it is on this machine (a folder, the embedded
+    model's cache, the Hugging Face cache), else ``None``."""
+    candidates = [Path(name).expanduser() / "config.json"]
+    if name == DEFAULT_MODEL:
+        candidates.append(cache_dir() / "models" / DEFAULT_MODEL / "config.json")
+    with contextlib.suppress(Exception):
+        from huggingface_hub import try_to_load_from_cache
+
+        cached = try_to_load_from_cache(name, "config.json")
+        if isinstance(cached, str):
+            candidates.append(Path(cached))
+    for path in candidates:
+        with contextlib.suppress(OSError, ValueError, AttributeError):  # missing, unreadable, not a mapping
+            config = json.loads(path.read_text(encoding="utf-8"))
+            return {key: config.get(key) for key in SHAPE_KEYS}
+    return None
 
 
 def plain_model_from_gguf(gguf: Path) -> Any:
@@ -333,6 +411,8 @@ def load_policy(
     """
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    if adapter is not None:
+        check_adapter(adapter, name)  # before loading: a misfit is one line, not a dump per tensor
     torch_dtype = _resolve_dtype(dtype)
     path = model_checkpoint(name)  # the same folder the vLLM and Unsloth backends load
     tokenizer = prepare_tokenizer(AutoTokenizer.from_pretrained(path))
