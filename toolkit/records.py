@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import types
 import typing
 from collections.abc import Callable, Iterable, Iterator
@@ -252,9 +253,30 @@ def drop_jsonl_records(path: str | Path, drop: Callable[[dict[str, Any]], bool])
 
 
 def _dumps_line(d: dict[str, Any]) -> str:
-    line = json.dumps(d, sort_keys=True, ensure_ascii=False) + "\n"
+    line = dumps(d, sort_keys=True, ensure_ascii=False) + "\n"
     try:
         line.encode("utf-8")
     except UnicodeEncodeError:  # lone surrogates (hostile tool or model text): escape them, lose nothing
-        line = json.dumps(d, sort_keys=True) + "\n"
+        line = dumps(d, sort_keys=True) + "\n"
     return line
+
+
+def dumps(obj: Any, **kwargs: Any) -> str:
+    """``json.dumps`` that writes JSON only: NaN and +-Infinity, which Python writes and no JSON parser
+    reads (``-Infinity`` is the bottom of an unbounded reward range), become null."""
+    try:
+        return json.dumps(obj, allow_nan=False, **kwargs)
+    except ValueError as exc:
+        if not str(exc).startswith("Out of range float"):
+            raise
+        return json.dumps(_finite(obj), allow_nan=False, **kwargs)
+
+
+def _finite(obj: Any) -> Any:
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v) for v in obj]
+    return obj

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import json
 
 from toolkit.envs.serve import add_serve_arguments, serve
+from toolkit.records import dumps
 
 
 def _list(args: argparse.Namespace) -> int:
@@ -32,7 +32,7 @@ def _list(args: argparse.Namespace) -> int:
                 for n in names
             ]
         }
-        print(json.dumps(out, indent=1))
+        print(dumps(out, indent=1))
         return 0
     for n in names:
         tools = [t for t in specs if t.server == n]

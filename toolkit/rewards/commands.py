@@ -9,7 +9,7 @@ import math
 import sys
 from typing import Any
 
-from toolkit.records import RecordError, Task, Trajectory, read_jsonl
+from toolkit.records import RecordError, Task, Trajectory, dumps, read_jsonl
 
 
 def register(subparsers: Any) -> None:
@@ -133,8 +133,7 @@ def run_score(args: argparse.Namespace) -> int:
     else:
         out = score_files(args.reward, args.tasks, args.trajectories, config, args.calibrate)
     if args.json:
-        json.dump(out, sys.stdout, indent=1, default=str)
-        print()
+        print(dumps(out, indent=1, default=str))
         return 0
     agg = out["aggregate"]
     print(f"{'task_id':<32} {'score':>8}  components")
@@ -178,8 +177,7 @@ def run_rescore(args: argparse.Namespace) -> int:
     if args.out:
         write_jsonl(args.out, out["episodes"])
     if args.json:
-        json.dump(out["summary"], sys.stdout, indent=1)
-        print()
+        print(dumps(out["summary"], indent=1))
     else:
         summary = out["summary"]
         print(f"{summary['n']} episodes in {summary['groups']} groups (step, task)\n")

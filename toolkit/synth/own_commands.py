@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from toolkit.envs.recipe import ServerRecipe, parse_server
+from toolkit.records import dumps
 
 
 def _targeted(values: list[str], names: list[str], option: str) -> dict[str, list[str]]:
@@ -124,7 +125,7 @@ def generate_own(args: argparse.Namespace) -> int:
     )
     write_jsonl(out / "train.jsonl", result.train)
     write_jsonl(out / "eval.jsonl", result.eval)
-    (out / "summary.json").write_text(json.dumps(result.summary, indent=1, sort_keys=True) + "\n")
+    (out / "summary.json").write_text(dumps(result.summary, indent=1, sort_keys=True) + "\n")
     print(format_report(result.summary))
     print(
         f"wrote {out}/train.jsonl ({len(result.train)}), {out}/eval.jsonl ({len(result.eval)}), {out}/summary.json"

@@ -12,7 +12,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from pathlib import Path
@@ -20,7 +19,7 @@ from typing import Any
 
 from transformers import TrainerCallback
 
-from toolkit.records import drop_jsonl_records
+from toolkit.records import drop_jsonl_records, dumps
 
 METRICS_FILE = "metrics.jsonl"
 
@@ -66,7 +65,7 @@ class MetricsJsonlCallback(TrainerCallback):
         record["elapsed_s"] = round(time.time() - self.started, 2)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self.path.open("a", encoding="utf-8") as fh:
-            fh.write(json.dumps(record, sort_keys=True) + "\n")
+            fh.write(dumps(record, sort_keys=True) + "\n")
 
 
 def copy_adapter_weights(model: Any, source: str = "default", target: str = "ref", alpha: float = 1.0) -> int:
