@@ -103,7 +103,10 @@ def test_cli_reports_one_line_naming_file_and_line(tmp_path):
         assert proc.returncode == 1, (name, proc.stdout, proc.stderr)
         err_lines = [line for line in proc.stderr.splitlines() if line.strip()]
         assert len(err_lines) == 1, (name, proc.stderr)
-        assert "RecordError" in err_lines[0] and expected[name] in err_lines[0], (name, err_lines)
+        assert err_lines[0].startswith(f"mcp-rl {name.split('-')[0]}: error: {expected[name]}"), (
+            name,
+            err_lines,
+        )
         assert "Traceback" not in proc.stderr
     assert not (tmp_path / "o.jsonl").exists()  # nothing half-written
 
@@ -123,6 +126,6 @@ def test_cli_empty_tasks_or_trajectories_file_is_a_one_line_error(tmp_path):
         assert proc.returncode == 1, (name, proc.stdout, proc.stderr)
         err_lines = [line for line in proc.stderr.splitlines() if line.strip()]
         assert err_lines == [
-            f"mcp-rl {name.split('-')[0]}: error: RecordError: {empty}: no {what} in the file (it is empty)"
+            f"mcp-rl {name.split('-')[0]}: error: {empty}: no {what} in the file (it is empty)"
         ]
     assert not (tmp_path / "o.jsonl").exists()

@@ -9,6 +9,10 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+from typing import NoReturn
+
+# What a bug raises (not a refusal the kit words itself): the one line says so and names Python's error.
+BUG_ERRORS = (AssertionError, AttributeError, KeyError, IndexError, NameError, TypeError)
 
 # Modules that register subcommands, in the order `mcp-rl --help` lists them.
 COMMAND_MODULES = (
@@ -23,8 +27,19 @@ COMMAND_MODULES = (
 )
 
 
+class Parser(argparse.ArgumentParser):
+    """Every command's parser (subparsers inherit the class): a bad command line is one line, the
+    problem and where help is, not the problem after a screenful of usage."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="mcp-rl", description=__doc__.splitlines()[0])
+    from toolkit import __version__
+
+    parser = Parser(prog="mcp-rl", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(sub)
@@ -42,8 +57,20 @@ def main(argv: list[str] | None = None) -> int:
 
         if os.environ.get("MCP_RL_DEBUG"):
             raise
-        print(f"mcp-rl {args.command}: error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        print(f"mcp-rl {args.command}: error: {error_line(exc)}", file=sys.stderr)
         return 1
+
+
+def error_line(exc: BaseException) -> str:
+    """An exception as one plain line: its message (``FILE: No such file or directory`` for a missing
+    file), the first line of a long one, and Python's class name only for what reads as a bug."""
+    if isinstance(exc, BUG_ERRORS):
+        return f"internal error ({type(exc).__name__}: {exc}); MCP_RL_DEBUG=1 shows the traceback"
+    if isinstance(exc, OSError) and exc.filename and exc.strerror:
+        return f"{exc.filename}: {exc.strerror}"
+    lines = str(exc).strip().splitlines() or [type(exc).__name__]
+    more = f" ({len(lines) - 1} more lines: MCP_RL_DEBUG=1 shows them)" if len(lines) > 1 else ""
+    return lines[0].strip() + more
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from toolkit.agent.output_cut import TOOL_OUTPUT_CUTS
+from toolkit.argtypes import nonnegative_float, positive_int
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -28,20 +29,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--policy", required=True, help="gold, a model name, openai:<model>@<url> or vllm:<model>")
     p.add_argument("--tasks", required=True, help="tasks JSONL (records.Task)")
     p.add_argument("--out", required=True, help="trajectories JSONL to write")
-    p.add_argument("--n", type=int, default=1, help="samples per task (default 1)")
+    p.add_argument("--n", type=positive_int, default=1, help="samples per task (default 1)")
     p.add_argument("--adapter", default=None, help="PEFT LoRA adapter folder to load on the model")
-    p.add_argument("--limit", type=int, default=None, help="only the first N tasks")
-    p.add_argument("--max-turns", type=int, default=None, help="model turns per user turn")
-    p.add_argument("--max-new-tokens", type=int, default=None, help="tokens per generation")
-    p.add_argument("--max-context-tokens", type=int, default=None)
-    p.add_argument("--max-tool-output-tokens", type=int, default=None)
+    p.add_argument("--limit", type=positive_int, default=None, help="only the first N tasks")
+    p.add_argument("--max-turns", type=positive_int, default=None, help="model turns per user turn")
+    p.add_argument("--max-new-tokens", type=positive_int, default=None, help="tokens per generation")
+    p.add_argument("--max-context-tokens", type=positive_int, default=None)
+    p.add_argument("--max-tool-output-tokens", type=positive_int, default=None)
     p.add_argument(
         "--tool-output-cut",
         choices=TOOL_OUTPUT_CUTS,
         default=None,
         help="tail: keep an over-long output's first tokens (default); json: the same, and name the JSON fields the cut hid",
     )
-    p.add_argument("--temperature", type=float, default=None, help="0 = greedy")
+    p.add_argument("--temperature", type=nonnegative_float, default=None, help="0 = greedy")
     p.add_argument("--no-finish-tool", action="store_true", help="do not offer the finish tool")
     p.add_argument("--strict-validation", action="store_true", help="no argument coercion")
     p.add_argument("--dtype", default=None, help="model dtype for transformers (e.g. bf16)")
@@ -57,12 +58,15 @@ def run_rollout(args: argparse.Namespace) -> int:
 
     from toolkit.agent.loop import RolloutConfig, RolloutStats, rollout
     from toolkit.agent.policies import make_policy
+    from toolkit.models import check_adapter
     from toolkit.records import RecordError, Task, read_jsonl, write_jsonl
 
     tasks = read_jsonl(args.tasks, Task)
     if not tasks:  # an empty run would "succeed" and write an empty file
         raise RecordError(f"{args.tasks}: no tasks in the file (it is empty)")
     tasks = tasks[: args.limit]
+    if args.adapter:
+        check_adapter(args.adapter, args.policy)  # before the model loads
     overrides = {
         "max_turns": args.max_turns,
         "max_new_tokens": args.max_new_tokens,

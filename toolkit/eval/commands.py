@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import json
+
+from toolkit.argtypes import nonnegative_float, positive_int
+from toolkit.records import dumps
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -13,7 +15,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "eval",
         help="evaluate a policy on a suite (kit-eval, bfcl-*) and write results with confidence intervals",
         description="Run a policy on a suite's tasks through the agent loop, score them, and write "
-        "results.jsonl, trajectories.jsonl, results.json (aggregates with 95%% bootstrap CIs and the "
+        "results.jsonl, trajectories.jsonl, results.json (aggregates with 95% bootstrap CIs and the "
         "run's config) and viewer.html into --out.",
     )
     p.add_argument(
@@ -22,7 +24,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--adapter", default=None, help="LoRA adapter folder to load on top of the model")
     p.add_argument("--suite", required=True, choices=sorted(SUITES))
     p.add_argument("--out", required=True, help="output folder")
-    p.add_argument("--limit", type=int, default=None, help="only the first N tasks (smoke runs)")
+    p.add_argument("--limit", type=positive_int, default=None, help="only the first N tasks (smoke runs)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument(
         "--tasks",
@@ -31,13 +33,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--label", default=None, help="name of the run in plots and the viewer")
     p.add_argument(
-        "--max-turns", type=int, default=None, help="model generations per user turn (loop default 8)"
+        "--max-turns",
+        type=positive_int,
+        default=None,
+        help="model generations per user turn (loop default 8)",
     )
     p.add_argument(
-        "--max-new-tokens", type=int, default=None, help="tokens per generation (loop default 256)"
+        "--max-new-tokens", type=positive_int, default=None, help="tokens per generation (loop default 256)"
     )
     p.add_argument(
-        "--temperature", type=float, default=None, help="sampling temperature (eval default 0: greedy)"
+        "--temperature",
+        type=nonnegative_float,
+        default=None,
+        help="sampling temperature (eval default 0: greedy)",
     )
     p.add_argument("--json", action="store_true", help="print the aggregate metrics as JSON")
     p.set_defaults(func=_eval)
@@ -46,7 +54,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "compare",
         help="paired comparison of two eval folders on the same tasks: after - before with 95%% CIs",
         description="Every metric of two eval output folders (results.jsonl), after - before on the tasks "
-        "both ran, with its paired-bootstrap 95%% interval; '*' marks a change outside it.",
+        "both ran, with its paired-bootstrap 95% interval; '*' marks a change outside it.",
     )
     c.add_argument("before", help="eval output folder (the baseline)")
     c.add_argument("after", help="eval output folder")
@@ -78,6 +86,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _eval(args: argparse.Namespace) -> int:
     from toolkit.eval.suites import run_eval
+    from toolkit.models import check_adapter
+
+    if args.adapter:
+        check_adapter(args.adapter, args.policy)  # before the model loads or --out is made
 
     loop = {
         k: v
@@ -101,7 +113,7 @@ def _eval(args: argparse.Namespace) -> int:
     )
     metrics = summary["aggregate"]["metrics"]
     if args.json:
-        print(json.dumps(metrics, indent=2))
+        print(dumps(metrics, indent=2))
     else:
         print(
             f"{summary['suite']} / {summary['label']}: {summary['aggregate']['n_tasks']} tasks -> {args.out}"
@@ -118,7 +130,7 @@ def _compare(args: argparse.Namespace) -> int:
     gold = {t.id: len(t.gold) for t in read_jsonl(args.tasks, Task)} if args.tasks else None
     diffs = compare_folders(args.before, args.after, gold, source=args.tasks or "")
     if args.json:
-        print(json.dumps({name: d.to_dict() for name, d in diffs.items()}, indent=2))
+        print(dumps({name: d.to_dict() for name, d in diffs.items()}, indent=2))
         return 0
     n = next(iter(diffs.values())).n_pairs if diffs else 0
     print(f"{args.before} -> {args.after}: {n} tasks in both")

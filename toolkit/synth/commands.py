@@ -21,6 +21,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from toolkit.argtypes import fraction, nonnegative_int, positive_float, positive_int
+from toolkit.records import dumps
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
@@ -30,8 +33,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("action", nargs="?", choices=["generate", "graph"], default="generate")
-    p.add_argument("--n", type=int, default=200, help="number of train tasks (default 200)")
-    p.add_argument("--n-eval", type=int, default=None, help="number of eval tasks (default 15%% of --n)")
+    p.add_argument("--n", type=positive_int, default=200, help="number of train tasks (default 200)")
+    p.add_argument(
+        "--n-eval", type=nonnegative_int, default=None, help="number of eval tasks (default 15%% of --n)"
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument(
         "--out", type=Path, default=None, help="output folder: train.jsonl, eval.jsonl, summary.json"
@@ -42,15 +47,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=None,
         help="server set: core (the first 11 servers, the presets' default), all, or a comma-separated list",
     )
-    p.add_argument("--min-calls", type=int, default=None, help="shortest gold chain")
-    p.add_argument("--max-calls", type=int, default=None, help="longest gold chain")
-    p.add_argument("--min-distractors", type=int, default=None)
-    p.add_argument("--max-distractors", type=int, default=None)
-    p.add_argument("--short-share", type=float, default=None, help="share of tasks with 1-2 calls")
-    p.add_argument("--n-worlds", type=int, default=None, help="world seeds per split")
+    p.add_argument("--min-calls", type=positive_int, default=None, help="shortest gold chain")
+    p.add_argument("--max-calls", type=positive_int, default=None, help="longest gold chain")
+    p.add_argument("--min-distractors", type=nonnegative_int, default=None)
+    p.add_argument("--max-distractors", type=nonnegative_int, default=None)
+    p.add_argument("--short-share", type=fraction, default=None, help="share of tasks with 1-2 calls")
+    p.add_argument("--n-worlds", type=positive_int, default=None, help="world seeds per split")
     p.add_argument(
         "--drill-share",
-        type=float,
+        type=fraction,
         default=None,
         help="train-only drill tasks added per train task (docs/templates.md, Drills; default 0)",
     )
@@ -87,9 +92,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     own.add_argument(
         "--example", action="append", default=[], help="TOOL=JSON example arguments (repeatable)"
     )
-    own.add_argument("--max-explore-calls", type=int, default=300, help="exploration call budget per server")
-    own.add_argument("--max-explore-seconds", type=float, default=120.0, help="exploration time per server")
-    own.add_argument("--call-timeout", type=float, default=30.0, help="seconds per call and per server start")
+    own.add_argument(
+        "--max-explore-calls", type=positive_int, default=300, help="exploration call budget per server"
+    )
+    own.add_argument(
+        "--max-explore-seconds", type=positive_float, default=120.0, help="exploration time per server"
+    )
+    own.add_argument(
+        "--call-timeout", type=positive_float, default=30.0, help="seconds per call and per server start"
+    )
     own.add_argument("--no-writes", action="store_true", help="no write tasks")
     own.add_argument(
         "--teacher-model",
@@ -124,7 +135,7 @@ def _graph(args: argparse.Namespace) -> int:
 
     graph = library_graph(include_bfcl=args.bfcl)
     if args.json:
-        print(json.dumps(graph.to_dict(), indent=1, sort_keys=True))
+        print(dumps(graph.to_dict(), indent=1, sort_keys=True))
     else:
         print(graph.format_text(server=args.server))
     return 0
@@ -160,7 +171,7 @@ def _generate(args: argparse.Namespace) -> int:
     out: Path = args.out
     write_jsonl(out / "train.jsonl", result.train)
     write_jsonl(out / "eval.jsonl", result.eval)
-    (out / "summary.json").write_text(json.dumps(result.summary, indent=1, sort_keys=True) + "\n")
+    (out / "summary.json").write_text(dumps(result.summary, indent=1, sort_keys=True) + "\n")
     print(format_summary(result.summary, result.timings))
     print(
         f"wrote {out}/train.jsonl ({len(result.train)}), {out}/eval.jsonl ({len(result.eval)}), {out}/summary.json"
