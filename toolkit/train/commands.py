@@ -16,8 +16,10 @@ mcp-rl train --list                                                 the shipped 
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
+
+from toolkit.argtypes import positive_int
+from toolkit.records import dumps
 
 DEFAULT_RECIPE = "cpu-demo"
 
@@ -35,8 +37,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help=f"recipe name or YAML path (default {DEFAULT_RECIPE}; with --resume, the run's own recipe.json)",
     )
     p.add_argument("--model", default=None, help="override the recipe's model (name, HF id or folder)")
-    p.add_argument("--max-steps", type=int, default=None, help="override the number of GRPO steps")
-    p.add_argument("--sft-steps", type=int, default=None, help="override the number of SFT steps")
+    p.add_argument("--max-steps", type=positive_int, default=None, help="override the number of GRPO steps")
+    p.add_argument("--sft-steps", type=positive_int, default=None, help="override the number of SFT steps")
     p.add_argument("--tasks", default=None, help="override the train tasks file")
     p.add_argument("--eval-tasks", default=None, help="override the held-out tasks file")
     p.add_argument("--out", default=None, help="run folder (required unless --list)")
@@ -73,7 +75,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="the vllm-server backend's server, e.g. http://127.0.0.1:8000/v1 (also $MCP_RL_VLLM_URL)",
     )
     p.add_argument("--merge", action="store_true", help="also save the base model with the adapter merged")
-    p.add_argument("--threads", type=int, default=None, help="torch CPU threads (also $MCP_RL_THREADS)")
+    p.add_argument(
+        "--threads", type=positive_int, default=None, help="torch CPU threads (also $MCP_RL_THREADS)"
+    )
     p.add_argument(
         "--report-to", default="none", help="tensorboard, wandb, ... (TrainingArguments.report_to)"
     )
@@ -155,8 +159,11 @@ def handle(args: argparse.Namespace) -> int:
         overrides.pop("sft.max_steps", None)
     recipe = with_overrides(recipe, overrides, unset=unset)
 
-    from toolkit.train.pipeline import run_recipe, set_threads
+    from toolkit.train.pipeline import check_task_file, run_recipe, set_threads
 
+    # named by their flags here; run_recipe checks the recipe's own files the same way
+    check_task_file(args.tasks and recipe.tasks, "--tasks")
+    check_task_file(args.eval_tasks and recipe.eval_tasks, "--eval-tasks")
     set_threads(args.threads)
     summary = run_recipe(
         recipe,
@@ -172,7 +179,7 @@ def handle(args: argparse.Namespace) -> int:
         allow_recipe_change=args.allow_recipe_change,
     )
     print(
-        json.dumps(
+        dumps(
             {k: v for k, v in summary.items() if k not in ("comparison", "test", "curve")},
             indent=1,
             sort_keys=True,

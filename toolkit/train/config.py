@@ -6,8 +6,8 @@ A recipe has these sections (each documented, with its source, in the recipe fil
 - ``tasks`` / ``eval_tasks``: task JSONL files (``mcp-rl synth`` output; ``kit:tasks/train.jsonl`` names the
   sample shipped inside the package, ``data``); ``task_kinds``/``max_tasks`` filter
   them; ``grpo_task_kinds`` narrows the tasks GRPO samples from (the warm start keeps every kind)
-- ``synth``: optional ``mcp-rl synth`` settings (preset, n, n_eval, seed) used when the task files
-  do not exist: the tasks are then generated into the run folder
+- ``synth``: optional ``mcp-rl synth`` settings (preset, n, n_eval, seed) used when the recipe names
+  no task files: the tasks are then generated into the run folder
 - ``reward`` (a ``toolkit.rewards`` name, or a list of names that TRL sums with ``grpo.reward_weights``)
   and ``reward_config`` (its keyword options; keyed by reward name for a list)
 - ``lora``: ``peft.LoraConfig`` fields
@@ -101,7 +101,7 @@ class Recipe:
     reward_config: dict[str, Any] = field(default_factory=dict)
     lora: dict[str, Any] = field(default_factory=dict)
     sft: dict[str, Any] | None = None
-    synth: dict[str, Any] | None = None  # generate tasks when the task files are missing (mcp-rl synth)
+    synth: dict[str, Any] | None = None  # generate tasks when no task files are named (mcp-rl synth)
     rollout: dict[str, Any] = field(default_factory=dict)
     grpo: dict[str, Any] = field(default_factory=dict)
     grpo_sampling: dict[str, Any] = field(default_factory=dict)  # toolkit.train.batching.SamplingConfig
@@ -507,18 +507,85 @@ def check_section_types(recipe_name: str, section: str, values: dict[str, Any], 
 
 
 def check_recipe_types(recipe: Recipe) -> None:
-    """The ``sft``, ``grpo`` and ``rollout`` sections against ``trl.SFTConfig``, ``trl.GRPOConfig`` and the
-    loop's ``RolloutConfig`` (imports TRL: called when a run starts, not when a recipe is read)."""
+    """Every key and number of the recipe, before any stage runs (imports TRL: called when a run starts,
+    not when a recipe is read): the ``sft``, ``grpo`` and ``lora`` keys are fields of ``trl.SFTConfig``,
+    ``trl.GRPOConfig`` and ``peft.LoraConfig`` (or the kit's own), their numbers are numbers, counts are
+    positive, and the ``synth`` settings and rewards build. Otherwise a typo in ``--set`` fails when its
+    stage starts, after the warm start (``grpo.nosuch_knob``: 147 s)."""
+    from peft import LoraConfig
     from trl import GRPOConfig, SFTConfig
 
     from toolkit.agent.loop import RolloutConfig
     from toolkit.train.batching import SamplingConfig
 
+    def field_names(cls: Any) -> set[str]:
+        return {f.name for f in dataclasses.fields(cls)}
+
+    sections = [
+        ("grpo", recipe.grpo, field_names(GRPOConfig)),
+        ("lora", recipe.lora, field_names(LoraConfig) | set(GPU_LORA_KEYS)),
+        ("eval", recipe.eval, set(EVAL_KEYS)),
+        ("eval.rollout", recipe.eval.get("rollout") or {}, rollout_fields()),
+    ]
+    if recipe.sft:
+        sections.append(("sft", recipe.sft, field_names(SFTConfig) | set(SFT_KIT_KEYS)))
+    for section, values, known in sections:
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise RecipeError(f"recipe {recipe.name!r}: unknown {section} key(s) {unknown}")
     if recipe.sft:
         check_section_types(recipe.name, "sft", recipe.sft, SFTConfig)
     check_section_types(recipe.name, "grpo", recipe.grpo, GRPOConfig)
     check_section_types(recipe.name, "rollout", recipe.rollout, RolloutConfig)
     check_section_types(recipe.name, "grpo_sampling", recipe.grpo_sampling, SamplingConfig)
+    counts = {
+        "max_tasks": recipe.max_tasks,
+        "eval.n_tasks": recipe.eval.get("n_tasks"),
+        "grpo.max_steps": recipe.grpo.get("max_steps"),
+        "sft.max_steps": (recipe.sft or {}).get("max_steps"),
+        "sft.max_examples": (recipe.sft or {}).get("max_examples"),
+    }
+    for key, value in counts.items():  # a negative count would act as a slice, or as "by epochs"
+        if value is not None and not (isinstance(value, int) and not isinstance(value, bool) and value > 0):
+            raise RecipeError(f"recipe {recipe.name!r}: {key} must be a positive integer, got {value!r}")
+    if recipe.synth:
+        try:
+            synth_config(recipe.synth)
+        except (TypeError, ValueError) as exc:  # TypeError: a key SynthConfig does not have
+            raise RecipeError(f"recipe {recipe.name!r}: bad synth section: {exc}") from exc
+    check_rewards(recipe)
+
+
+# ``eval`` keys (``toolkit.train.pipeline``): held-out tasks, the loop's overrides, merged weights, test sets
+EVAL_KEYS = ("n_tasks", "rollout", "merge_adapter", "test_sets")
+
+
+def synth_config(settings: dict[str, Any]) -> Any:
+    """A recipe's ``synth`` section as ``toolkit.synth``'s ``SynthConfig`` (a key it lacks: TypeError)."""
+    from toolkit.synth.config import make_config
+
+    settings = dict(settings)
+    preset = settings.pop("preset", "default")
+    n, n_eval = settings.pop("n", 200), settings.pop("n_eval", 50)
+    return make_config(preset, n_train=n, n_eval=n_eval, **settings)
+
+
+def check_rewards(recipe: Recipe) -> None:
+    """Build each of the recipe's rewards with its ``reward_config`` once, so that an unknown name or
+    option fails now (nothing is scored or contacted)."""
+    from toolkit.rewards.base import get_reward
+
+    names = recipe.reward if isinstance(recipe.reward, list) else [recipe.reward]
+    configs = {names[0]: recipe.reward_config} if isinstance(recipe.reward, str) else recipe.reward_config
+    stray = sorted(set(configs) - set(names))
+    if stray:
+        raise RecipeError(f"recipe {recipe.name!r}: reward_config for {stray}, not among the rewards {names}")
+    for name in names:
+        try:
+            get_reward(name, **(configs.get(name) or {}))
+        except (KeyError, TypeError, ValueError) as exc:
+            message = exc.args[0] if isinstance(exc, KeyError) else exc  # KeyError's str() adds quotes
+            raise RecipeError(f"recipe {recipe.name!r}: reward {name!r}: {message}") from exc
 
 
 def first_step_learning_rate(section: dict[str, Any], config_cls: Any) -> float:

@@ -8,7 +8,7 @@ Run folder layout (``out``):
 - ``recipe.json``: the recipe as run (after overrides). ``resume`` continues with it: a recipe that
   differs is refused (naming the keys) unless ``allow_recipe_change``, and an allowed change is recorded
   in ``summary.json``'s ``recipe_changes`` (when, what, and which outputs the old recipe had made)
-- ``tasks/``: tasks synthesised for the run when the recipe's task files do not exist
+- ``tasks/``: tasks synthesised for the run when the recipe names no task files
 - ``sft/adapter/``: the warm-start LoRA adapter
 - ``grpo/checkpoint-N/``: TRL checkpoints (adapter, optimiser, scheduler, RNG): ``--resume`` continues
 - ``adapter/``: the final LoRA adapter (``merged/`` too with ``merge=True``)
@@ -32,8 +32,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from toolkit.records import Task, read_jsonl, write_jsonl
-from toolkit.train.config import Recipe
+from toolkit.records import RecordError, Task, dumps, read_jsonl, write_jsonl
+from toolkit.train.config import Recipe, synth_config
 
 PRIMARY_METRIC = "pass@0.75"  # share of held-out tasks with at least 3/4 of the essential rubric items
 
@@ -65,17 +65,13 @@ def _log(msg: str) -> None:
 
 def synthesize_tasks(settings: dict[str, Any], out_dir: Path) -> tuple[Path, Path]:
     """Generate train/eval tasks with ``toolkit.synth`` (deterministic for a seed) into ``out_dir``."""
-    from toolkit.synth.config import make_config
     from toolkit.synth.generate import generate
 
-    settings = dict(settings)
-    preset = settings.pop("preset", "default")
-    n, n_eval = settings.pop("n", 200), settings.pop("n_eval", 50)
-    result = generate(make_config(preset, n_train=n, n_eval=n_eval, **settings))
+    result = generate(synth_config(settings))
     out_dir.mkdir(parents=True, exist_ok=True)
     write_jsonl(out_dir / "train.jsonl", result.train)
     write_jsonl(out_dir / "eval.jsonl", result.eval)
-    (out_dir / "summary.json").write_text(json.dumps(result.summary, indent=1, sort_keys=True) + "\n")
+    (out_dir / "summary.json").write_text(dumps(result.summary, indent=1, sort_keys=True) + "\n")
     return out_dir / "train.jsonl", out_dir / "eval.jsonl"
 
 
@@ -84,14 +80,17 @@ BFCL_PREFIX = "bfcl:"  # e.g. tasks: "bfcl:multi_turn_base" (BFCL's held-out spl
 
 def resolve_task_files(recipe: Recipe, out: Path) -> tuple[str | Path, str | Path | None]:
     """Where the train and eval tasks come from: the recipe's files, a ``bfcl:<category>`` source,
-    or (when the files are missing and the recipe has a ``synth`` section) tasks generated once into
-    ``out/tasks``."""
+    or (when the recipe names no train file and has a ``synth`` section) tasks generated once into
+    ``out/tasks``. A named file that is missing is an error, not a reason to train on other tasks."""
     if recipe.tasks and recipe.tasks.startswith(BFCL_PREFIX):
         return recipe.tasks, recipe.eval_tasks or recipe.tasks
     train = Path(recipe.tasks) if recipe.tasks else None
     evalf = Path(recipe.eval_tasks) if recipe.eval_tasks else None
-    if train is not None and train.exists():
-        return train, evalf if evalf is not None and evalf.exists() else None
+    if train is not None:
+        for path in (train, evalf):
+            if path is not None and not path.is_file():
+                raise FileNotFoundError(f"{path}: no such tasks file")
+        return train, evalf
     if recipe.synth:
         cached = out / "tasks"
         if (cached / "train.jsonl").exists() and (cached / "eval.jsonl").exists():
@@ -99,6 +98,18 @@ def resolve_task_files(recipe: Recipe, out: Path) -> tuple[str | Path, str | Pat
         _log(f"synthesising tasks into {cached} ({recipe.synth})")
         return synthesize_tasks(recipe.synth, cached)
     raise FileNotFoundError(f"{recipe.tasks}: no tasks; run `mcp-rl synth --out ...` or pass --tasks")
+
+
+def check_task_file(source: str | Path | None, what: str) -> None:
+    """A named tasks file exists, parses and holds tasks: checked before any stage runs, so a typo in
+    ``--tasks`` is one line and not a run on other tasks. (``bfcl:`` sources are BFCL's own data.)"""
+    if not source or str(source).startswith(BFCL_PREFIX):
+        return
+    path = Path(source)
+    if not path.is_file():
+        raise FileNotFoundError(f"{what} {path}: no such file")
+    if not read_jsonl(path, Task):  # a bad line raises RecordError naming the file and the line
+        raise RecordError(f"{what} {path}: no tasks in the file (it is empty)")
 
 
 def read_tasks(source: str | Path, split: str) -> list[Task]:
@@ -399,7 +410,7 @@ def record_recipe_change(out: Path, changes: dict[str, Any]) -> None:
             "outputs_before": run_outputs(out),
         }
     )
-    path.write_text(json.dumps(summary, indent=1, sort_keys=True) + "\n")
+    path.write_text(dumps(summary, indent=1, sort_keys=True) + "\n")
 
 
 # name -> (module, class): a backend supplies model loading, generation and weight sync (backends.py)
@@ -478,7 +489,9 @@ def run_recipe(
         recipe, changes = resumed_recipe(recipe, out, allow_recipe_change)
     check_model_name(recipe.model)  # an unknown name fails in one line, before any stage
     chosen = choose_backend(recipe, backend) if backend is None or isinstance(backend, str) else None
-    check_recipe_types(recipe)  # a bad value fails now, not after the warm start (imports TRL)
+    check_recipe_types(recipe)  # a bad key or value fails now, not after the warm start (imports TRL)
+    check_task_file(recipe.tasks, f"recipe {recipe.name!r}: tasks")
+    check_task_file(recipe.eval_tasks, f"recipe {recipe.name!r}: eval_tasks")
     for warning in schedule_warnings(recipe):
         _log(f"warning: {warning}")
     if chosen is not None:
@@ -675,7 +688,7 @@ def run_stages(
             _log_primary(f"test set seed {seed}", comparison)
     summary["timings_s"] = {k: round(v, 1) for k, v in timings.items()}
     if is_main_process():
-        (out / "summary.json").write_text(json.dumps(summary, indent=1, sort_keys=True) + "\n")
+        (out / "summary.json").write_text(dumps(summary, indent=1, sort_keys=True) + "\n")
     return summary
 
 
