@@ -106,6 +106,10 @@ def test_dynamic_sampling_drops_flat_groups_and_refills_them_with_other_tasks():
     assert [r["id"] for r in rows] == [t.id for t in new_tasks]  # the trainer's rows follow
     assert [json.loads(r["task"])["id"] for r in rows] == [t.id for t in new_tasks]
     assert report.extra_episodes == sum(len(r) for r in runs[1:])
+    # every group that lost its slot is kept in the report: as many episodes as the refills added
+    assert sum(len(trajs) for _, _, trajs in report.discarded) == report.extra_episodes
+    assert {tasks[0].id for _, tasks, _ in report.discarded} >= {"t0", "t6"}  # the flat originals
+    assert report.slot_rounds[1] == report.slot_rounds[3] == 0 and report.slot_rounds[0] >= 1
     # the refill rounds are bounded: a pool with nothing but ties stops after max_refill_rounds
     ties = DynamicSampling(pool, SamplingConfig(min_spread=0.5, max_refill_rounds=2), seed=0)
     runs.clear()
@@ -115,14 +119,8 @@ def test_dynamic_sampling_drops_flat_groups_and_refills_them_with_other_tasks():
     assert report.flat_slots == [] and stuck.flat_slots == [0, 1, 2, 3]
 
 
-def test_flat_groups_drop_zeroes_the_advantages_of_the_still_flat_slots(monkeypatch):
-    """``grpo_sampling.flat_groups: drop``: every episode of a slot still flat after the refill rounds
-    gets advantage 0 in what TRL scored; ``keep`` leaves the batch as TRL computed it."""
-    import torch
-    from trl import GRPOTrainer
-
+def test_flat_groups_drop_silences_every_episode_of_the_still_flat_slots():
     from toolkit.train.batching import RefillReport, silenced_rows
-    from toolkit.train.rollout import kit_grpo_trainer_class
 
     report = RefillReport(groups=3, dropped=2, still_flat=1, flat_slots=[1])
     assert silenced_rows(report, 2, "keep") == []
@@ -130,20 +128,117 @@ def test_flat_groups_drop_zeroes_the_advantages_of_the_still_flat_slots(monkeypa
     with pytest.raises(ValueError, match="flat_groups"):
         SamplingConfig.from_recipe({"flat_groups": "zero"})
 
-    advantages = [1.0, -1.0, 2.0, -2.0, 0.5, -0.5]
-    silenced: list[int] = []
 
-    def trl_scoring(self, inputs):  # TRL calls the rollout function in here, which sets _kit_silenced
-        self._kit_silenced = list(silenced)
-        return {"advantages": torch.tensor(advantages)}
+@pytest.mark.parametrize("off", [{"min_spread": 0}, {"max_refill_rounds": 0}, {}])
+def test_flat_groups_drop_without_dynamic_sampling_is_a_config_error(off):
+    """``drop`` silences what dynamic sampling left flat: with it off (min_spread 0, the default, or no
+    refill round) nothing would be dropped, so the recipe is refused instead of running as ``keep``."""
+    section = {"flat_groups": "drop", "min_spread": 0.05, "max_refill_rounds": 2, **off}
+    if off:
+        with pytest.raises(ValueError, match="flat_groups: drop needs dynamic sampling"):
+            SamplingConfig.from_recipe(section)
+    else:
+        assert SamplingConfig.from_recipe(section).dynamic
 
-    monkeypatch.setattr(GRPOTrainer, "_generate_and_score_completions", trl_scoring)
-    cls = kit_grpo_trainer_class()
-    trainer = cls.__new__(cls)
-    assert trainer._generate_and_score_completions([{}] * 6)["advantages"].tolist() == advantages
-    silenced[:] = silenced_rows(report, 2, "drop")
-    out = trainer._generate_and_score_completions([{}] * 6)["advantages"].tolist()
-    assert out == [1.0, -1.0, 0.0, 0.0, 0.5, -0.5]
+
+@pytest.mark.integration
+def test_silenced_flat_groups_leave_the_loss_normaliser_and_the_batch_std(tmp_path, monkeypatch):
+    """``flat_groups: drop`` in what TRL computes: a slot still flat after the refill rounds counts in
+    neither the loss normaliser (``num_items_in_batch``, the dapo loss's token count) nor the batch std
+    of the rewards, and its advantages are 0. The other group's advantages are TRL's over its own
+    rewards alone (issue 49: with the silenced rows in, a half-silenced step was half as large and the
+    std was another one)."""
+    import statistics
+
+    from grpo_fakes import generation_batch, scoring_trainer
+
+    spread = ["0.2", "0.9", "0.4", "0.7"]  # calc-0's episodes differ; every other task's tie at 0.5
+    trainer = scoring_trainer(
+        tmp_path,
+        monkeypatch,
+        lambda task, key: spread[key % 4] if task.id == "calc-0" else "0.5",
+        sampling={"min_spread": 0.1, "max_refill_rounds": 1, "flat_groups": "drop"},
+        scale_rewards="batch",
+    )
+    out = generation_batch(trainer, ["calc-0", "calc-1"])
+    loss_mask = out["completion_mask"] * out["tool_mask"]
+    assert out["completion_mask"][4:].sum() > 0  # the silenced rows are there, with their tokens
+    assert loss_mask[4:].sum() == 0
+    assert int(out["num_items_in_batch"]) == int(loss_mask[:4].sum()) > 0
+    rewards = [float(x) for x in spread]
+    mean, std = statistics.fmean(rewards), statistics.stdev(rewards)  # TRL's nanstd is the unbiased one
+    expected = [(r - mean) / (std + 1e-4) for r in rewards] + [0.0] * 4
+    assert out["advantages"].tolist() == pytest.approx(expected, abs=1e-5)
+
+
+def test_every_sampled_episode_is_measured_and_logged_kept_or_not(tmp_path):
+    """Dynamic sampling replaces and silences groups, but the episode metrics, the answer rate, the
+    reward stats and the rollout log (``mcp-rl rescore`` reads it) cover every episode the policy
+    sampled: here calc-0's group is kept, calc-1's is still flat after a refill round whose group (a
+    right answer, every time) was not wider, so of the 12 episodes sampled 4 feed the update."""
+    import torch
+    from grpo_fakes import TASKS, AnswerValue, FinishPolicy
+
+    from toolkit.agent.loop import RolloutConfig
+    from toolkit.models import load_tokenizer
+    from toolkit.records import read_jsonl
+    from toolkit.rewards.trl import as_trl_reward_func
+    from toolkit.train.rollout import make_rollout_func
+
+    tok = load_tokenizer("tiny-random")
+    pool = read_jsonl(TASKS, Task)
+    by_id = {t.id: t for t in pool}
+
+    def answer_of(task, key):
+        if task.id == "calc-0":
+            return ["0.2", "0.9"][key % 2]
+        return "0.5" if task.id == "calc-1" else str(task.answers["result"])  # refills: right, all alike
+
+    class Model:
+        training = True
+
+        def eval(self):
+            self.training = False
+
+        def train(self, mode=True):
+            self.training = mode
+
+    class FakeTrainer:  # what the rollout function reads from KitGRPOTrainer
+        processing_class, num_generations = tok, 4
+        reward_funcs, reward_weights = [as_trl_reward_func(AnswerValue())], torch.tensor([1.0])
+        state = type("State", (), {"global_step": 3})()
+        model = Model()
+        _kit_rows = [{"task": json.dumps(by_id[i].to_dict())} for i in ("calc-0", "calc-1") for _ in range(4)]
+
+        def __init__(self):
+            self.logged = {}
+
+        def _log_metric(self, name, value):
+            self.logged[name] = value
+
+    config = SamplingConfig(min_spread=0.1, max_refill_rounds=1, flat_groups="drop")
+    log = tmp_path / "rollouts.jsonl"
+    rollout_func = make_rollout_func(
+        RolloutConfig(max_turns=2),
+        lambda _: FinishPolicy(tok, answer_of),
+        rollout_log=log,
+        dynamic=DynamicSampling(pool, config, seed=0),
+    )
+    trainer = FakeTrainer()
+    out = rollout_func(["p"] * 8, trainer)
+    assert [t["task_id"] for t in out["trajectory"]] == ["calc-0"] * 4 + ["calc-1"] * 4
+    logged = [json.loads(line) for line in log.read_text().splitlines()]
+    assert len(logged) == 12 and {r["step"] for r in logged} == {3}
+    kept = [r["task_id"] for r in logged if r["kept"]]
+    assert kept == ["calc-0"] * 4  # the silenced slot and the refill it did not take are logged, not kept
+    refill = [r for r in logged if r["round"] == 1]
+    assert len(refill) == 4 and not any(r["kept"] for r in refill) and refill[0]["task_id"] != "calc-1"
+    # the refill's right answers count in what was sampled, though no kept group holds them
+    assert trainer.logged["episodes/answer_correct"] == pytest.approx(4 / 12)
+    assert trainer.logged["episodes/sampled"] == 12 and trainer.logged["episodes/finish_rate"] == 1.0
+    refill_reward = float(by_id[refill[0]["task_id"]].answers["result"])
+    rewards = [0.2, 0.9] * 2 + [0.5] * 4 + [refill_reward] * 4
+    assert trainer.logged["episodes/reward_mean"] == pytest.approx(sum(rewards) / 12)
 
 
 def test_group_spread_leaves_unscorable_episodes_out():
@@ -272,7 +367,9 @@ def test_grpo_steps_mix_kinds_and_refill_flat_groups_tiny_model(tmp_path, monkey
     flat = {t for t, _, _ in SEEN if int(hashlib.sha256(t.encode()).hexdigest(), 16) % 2 == 0}
     dropped = 0.0
     for step, record in enumerate(metrics):
-        episodes = [r for r in rollouts if r["step"] == step]
+        sampled = [r for r in rollouts if r["step"] == step]  # the refill rounds' groups are logged too
+        assert len(sampled) == 8 + record["dynamic/extra_episodes"] == record["episodes/sampled"]
+        episodes = [r for r in sampled if r["kept"]]  # flat_groups: keep, so kept means in the batch
         assert len(episodes) == 8 and len({r["task_id"] for r in episodes}) == 4  # 4 tasks x 2
         assert record["batch/tasks_distinct"] == 4 and record["batch/kinds_distinct"] >= 3
         shares = {k: v for k, v in record.items() if k.startswith("kinds/") and k.endswith("/share")}

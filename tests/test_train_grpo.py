@@ -366,6 +366,72 @@ def test_rollout_func_returns_env_mask_and_trajectories(tmp_path):
     assert logged[0]["calls"][0]["name"] == "percent_of" and logged[0]["stop_reason"] == "finish"
 
 
+@pytest.mark.integration
+def test_a_failed_sampler_request_is_left_out_of_its_group_baseline(tmp_path, monkeypatch):
+    """An episode whose sampler request failed (stop reason error, source policy) teaches nothing: out of
+    the loss, and out of its group's mean and std as TRL leaves an unscorable row out. Issue 49: 3
+    healthy episodes at 0.55 and a failed one at 0.45 gave the healthy ones +0.5 for nothing."""
+    from grpo_fakes import generation_batch, scoring_trainer
+
+    spread = ["0.2", "0.9", "0.4", "0.7"]
+
+    def answer_of(task, key):
+        if task.id == "calc-0":
+            return None if key == 3 else "0.55"  # the 4th request of calc-0 fails
+        return spread[key % 4]
+
+    trainer = scoring_trainer(tmp_path, monkeypatch, answer_of, scale_rewards="group")
+    out = generation_batch(trainer, ["calc-0", "calc-1"])
+    assert (out["completion_mask"][3] * out["tool_mask"][3]).sum() == 0  # masked out of the loss
+    assert out["advantages"][:4].tolist() == [0.0] * 4  # the healthy three tie: nothing to learn
+    assert out["advantages"][4:].abs().min() > 0.1  # calc-1's group is scored as before
+
+
+def test_a_dead_sampler_raises_instead_of_stepping_on_nothing():
+    """More than half of a rollout's episodes failing on the policy endpoint is a dead sampler (a vLLM
+    server down), not a batch to train on: the rollout raises, naming the error. Half or fewer: the
+    failed episodes are masked and the step goes on."""
+    from grpo_fakes import SAMPLER_DOWN, FinishPolicy
+
+    from toolkit.agent.loop import RolloutConfig
+    from toolkit.models import load_tokenizer
+    from toolkit.records import Task, read_jsonl
+    from toolkit.train.rollout import make_rollout_func
+
+    tok = load_tokenizer("tiny-random")
+    tasks = read_jsonl(TASKS, Task)[:2]
+
+    class Model:
+        training = True
+
+        def eval(self):
+            self.training = False
+
+        def train(self, mode=True):
+            self.training = mode
+
+    class FakeTrainer:
+        processing_class, num_generations, model = tok, 2, Model()
+        state = type("State", (), {"global_step": 0})()
+        _kit_rows = [{"task": json.dumps(t.to_dict())} for t in tasks for _ in range(2)]
+
+        def _log_metric(self, name, value):
+            pass
+
+    def rollout_with(failing: int):
+        policy = FinishPolicy(tok, lambda task, key: None if key < failing else "5")
+        return make_rollout_func(RolloutConfig(max_turns=2), lambda _: policy)(["p"] * 4, FakeTrainer())
+
+    out = rollout_with(2)
+    assert [t["stop_reason"] for t in out["trajectory"]] == ["error", "error", "finish", "finish"]
+    assert out["env_mask"][0] == [0] * len(out["env_mask"][0])
+    for failing in (3, 4):
+        with pytest.raises(
+            RuntimeError, match=f"{failing} of the 4 episodes .*policy endpoint.*{SAMPLER_DOWN}"
+        ):
+            rollout_with(failing)
+
+
 DIST_SCRIPT = """
 import json, sys
 from toolkit.train.config import recipe_from_dict

@@ -6,6 +6,12 @@ TRL's GRPOTrainer calls each reward function as ``f(prompts=..., completions=...
 ``extra_fields`` into the inputs, ``_calculate_rewards`` turns the columns into kwargs). The kit's
 rollout_func returns ``trajectory`` (a Trajectory dict per sample) and the dataset has a ``task``
 column (a Task as a JSON string or dict). The function name is what TRL logs the reward under.
+
+An episode that must teach nothing gets ``None`` from every kit reward function: TRL 1.15 then reads its
+reward as NaN, leaves it out of the group mean and of the std (group or batch) and sets its advantage to
+0. These are the episodes whose sampler or environment failed (``sampling_failed``) and the rows the
+rollout marks ``silenced`` (``grpo_sampling.flat_groups: drop``). Their loss mask (the rollout's
+``env_mask``) is all zeros too, which keeps them out of TRL's loss normaliser.
 """
 
 from __future__ import annotations
@@ -16,6 +22,9 @@ from typing import Any
 
 from toolkit.records import Task, Trajectory
 from toolkit.rewards.base import Reward, as_reward
+
+# the rollout's per-sample flag (``toolkit.train.rollout``) for rows the update must not learn from
+SILENCED = "silenced"
 
 
 def _as_record(value: Any, kind: type[Task] | type[Trajectory]) -> Any:
@@ -33,10 +42,17 @@ def environment_failed(traj: Trajectory) -> bool:
     return traj.stop_reason == "error" and traj.metadata.get("error_source", "environment") == "environment"
 
 
+def sampling_failed(traj: Trajectory) -> bool:
+    """Whether the episode ended on an infrastructure failure (stop_reason "error"): the environment broke
+    (``environment_failed``) or the policy endpoint did not answer (``metadata["error_source"]`` "policy",
+    a failed sampler request). Either way the model is neither blamed nor credited."""
+    return traj.stop_reason == "error"
+
+
 def scorable(result: Any, traj: Trajectory) -> bool:
     """Whether an episode's reward counts: a result marked unscorable (e.g. every judge reply failed) and
-    an episode the environment broke (``environment_failed``) are left out of their group's baseline."""
-    return not result.details.get("unscorable") and not environment_failed(traj)
+    an episode whose sampling failed (``sampling_failed``) are left out of their group's baseline."""
+    return not result.details.get("unscorable") and not sampling_failed(traj)
 
 
 class TRLRewardFunc:
@@ -67,8 +83,13 @@ class TRLRewardFunc:
             log_metric(
                 f"{self.__name__}/ungraded_items", sum(int(r.details.get("ungraded", 0)) for r in results)
             )
-        # None (NaN to TRL) leaves the sample out of the group baseline: a broken server is not the model's fault.
-        return [float(r.score) if scorable(r, t) else None for r, t in zip(results, trajs, strict=True)]
+        # None (NaN to TRL) leaves the sample out of the group baseline: a broken server is not the model's
+        # fault, and a silenced row (flat_groups: drop) must not weigh in the mean or the std it is not in
+        silenced = kwargs.get(SILENCED) or [False] * len(results)
+        return [
+            float(r.score) if scorable(r, t) and not s else None
+            for r, t, s in zip(results, trajs, silenced, strict=True)
+        ]
 
     def __repr__(self) -> str:
         return f"<TRL reward function {self.__name__}>"
@@ -80,8 +101,9 @@ def as_trl_reward_func(
     """Wrap ``reward`` as ``f(prompts, completions, **kwargs) -> list[float | None]`` for TRL.
 
     Reads ``kwargs["task"]`` and ``kwargs["trajectory"]``. A result marked unscorable (e.g. every
-    judge reply failed), and a trajectory the environment broke (``environment_failed``: stop_reason
-    "error"), become ``None``, which TRL treats as NaN and leaves out of the group baseline.
+    judge reply failed), a trajectory whose sampling failed (``sampling_failed``: stop_reason "error",
+    environment or policy endpoint) and a row flagged in ``kwargs["silenced"]`` become ``None``, which
+    TRL treats as NaN and leaves out of the group baseline and the std.
     With ``log_components`` the mean of each breakdown component goes to TRL's ``log_metric``.
     ``f.__name__`` (default ``reward_<name>``) is the column TRL logs the reward under.
     """

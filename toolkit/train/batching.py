@@ -56,9 +56,13 @@ class SamplingConfig:
         max_refill_rounds: at most this many rounds of replacement groups per step; a slot still below
             the threshold after them keeps its widest group.
         flat_groups: what a slot still below the threshold after the refill rounds teaches. ``keep``: its
-            widest group goes into the update like any other. ``drop``: its advantages are set to 0, so
-            that only groups that differ in ``spread_on`` move the policy (DAPO fills its batch with such
-            groups only; with ``spread_on: outcome`` a kept flat group taught call counts, not answers).
+            widest group goes into the update like any other. ``drop``: its episodes are silenced
+            (``silenced_rows``): no reward (TRL leaves them out of the group mean and the std, and
+            gives them advantage 0) and no loss tokens (out of the loss normaliser), so that only groups
+            that differ in ``spread_on`` move the policy, at the size a batch of those groups alone
+            would (DAPO fills its batch with such groups only; with ``spread_on: outcome`` a kept flat
+            group taught call counts, not answers). ``drop`` needs dynamic sampling on (``min_spread``
+            and ``max_refill_rounds`` above 0): without it nothing is ever flat, and the recipe is refused.
         shared_prefix_update: in the update, run a micro-batch's prompt once when all its rows share it
             (``shared_prefix_logps``; the micro-batches are regrouped by task, ``regroup_micro_batches``).
         prescreen_samples: 0 (off), or sample every GRPO task this many times with the warm start before
@@ -114,6 +118,13 @@ class SamplingConfig:
             )
         if config.min_spread < 0 or config.max_refill_rounds < 0:
             raise ValueError("grpo_sampling.min_spread and max_refill_rounds must not be negative")
+        if config.flat_groups == "drop" and not config.dynamic:
+            raise ValueError(
+                "grpo_sampling.flat_groups: drop needs dynamic sampling (min_spread > 0 and"
+                f" max_refill_rounds > 0; got min_spread {config.min_spread}, max_refill_rounds"
+                f" {config.max_refill_rounds}): it silences the groups still flat after the refill rounds,"
+                " and without them no group is ever found flat, so drop would silently act as keep"
+            )
         if config.kind_weights is not None and (
             not isinstance(config.kind_weights, dict)
             or any(
@@ -308,6 +319,10 @@ class RefillReport:
     still_flat: int = 0  # slots below the threshold after the last round
     extra_episodes: int = 0
     flat_slots: list[int] = dataclasses.field(default_factory=list)  # which slots those are
+    # the refill round (0: the first sampling) each slot's final group comes from
+    slot_rounds: list[int] = dataclasses.field(default_factory=list)
+    # every group sampled but not in the final batch: (round, its tasks, its episodes), in sampling order
+    discarded: list[tuple[int, list[Task], list[Trajectory]]] = dataclasses.field(default_factory=list)
 
     def metrics(self) -> dict[str, float]:
         n = max(1, self.groups)
@@ -357,7 +372,9 @@ class DynamicSampling:
     ) -> tuple[list[Task], list[Trajectory], RefillReport]:
         """The batch with flat groups replaced; ``tasks``/``trajs`` hold ``group_size`` consecutive
         episodes per task (TRL's order). ``run`` samples episodes of a task list (one per entry);
-        ``score`` gives their total rewards; ``on_replace(slot, task)`` is told each replacement."""
+        ``score`` gives their total rewards; ``on_replace(slot, task)`` is told each replacement. The
+        report keeps the groups that lost their slot (``RefillReport.discarded``): the policy sampled them,
+        and what it did there is measured and logged like the rest (``toolkit.train.rollout``)."""
         if group_size < 1 or len(tasks) % group_size or len(tasks) != len(trajs):
             raise ValueError(f"{len(tasks)} tasks / {len(trajs)} episodes do not make groups of {group_size}")
         tasks, trajs = list(tasks), list(trajs)
@@ -366,7 +383,7 @@ class DynamicSampling:
         rewards = score(tasks, trajs)
         spreads = [group_spread(rewards[g * group_size : (g + 1) * group_size], how) for g in range(n_groups)]
         flat = [g for g in range(n_groups) if spreads[g] < threshold]
-        report = RefillReport(groups=n_groups, dropped=len(flat))
+        report = RefillReport(groups=n_groups, dropped=len(flat), slot_rounds=[0] * n_groups)
         replaced: set[int] = set()
         while flat and report.rounds < self.config.max_refill_rounds:
             report.rounds += 1
@@ -384,13 +401,16 @@ class DynamicSampling:
             for j, g in enumerate(flat):
                 part = slice(j * group_size, (j + 1) * group_size)
                 spread = group_spread(new_rewards[part], how)
+                old = slice(g * group_size, (g + 1) * group_size)
                 if spread > spreads[g]:  # the wider group takes the slot
-                    spreads[g] = spread
-                    tasks[g * group_size : (g + 1) * group_size] = new_tasks[part]
-                    trajs[g * group_size : (g + 1) * group_size] = new_trajs[part]
+                    report.discarded.append((report.slot_rounds[g], tasks[old], trajs[old]))
+                    spreads[g], report.slot_rounds[g] = spread, report.rounds
+                    tasks[old], trajs[old] = new_tasks[part], new_trajs[part]
                     replaced.add(g)
                     if on_replace is not None:
                         on_replace(g, fresh[j])
+                else:
+                    report.discarded.append((report.rounds, new_tasks[part], new_trajs[part]))
                 if spreads[g] < threshold:
                     still.append(g)
             flat = still
@@ -401,8 +421,9 @@ class DynamicSampling:
 
 
 def silenced_rows(report: RefillReport, group_size: int, flat_groups: str) -> list[int]:
-    """The batch rows whose advantages ``flat_groups: drop`` sets to 0: every episode of a slot that is
-    still flat after the refill rounds (none with ``keep``)."""
+    """The batch rows ``flat_groups: drop`` silences: every episode of a slot that is still flat after the
+    refill rounds (none with ``keep``). The rollout gives them an all-zero loss mask and flags them
+    ``silenced`` for the reward functions (``toolkit.rewards.trl``), which return None for them."""
     if flat_groups == "keep":
         return []
     return [g * group_size + i for g in report.flat_slots for i in range(group_size)]

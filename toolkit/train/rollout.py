@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -112,10 +113,13 @@ def transformers_policy(trainer: Any) -> Any:
     return TransformersPolicy(model, trainer.processing_class, name="grpo-policy")
 
 
-def rollout_log_record(step: int, traj: Trajectory) -> dict[str, Any]:
-    """One line of the rollout log: the episode without its token ids and log-probabilities."""
+def rollout_log_record(step: int, traj: Trajectory, round_: int = 0, kept: bool = True) -> dict[str, Any]:
+    """One line of the rollout log: the episode without its token ids and log-probabilities, with the
+    dynamic-sampling round it was sampled in and whether its group went into the update."""
     return {
         "step": step,
+        "round": round_,
+        "kept": kept,
         "task_id": traj.task_id,
         "stop_reason": traj.stop_reason,
         "n_parse_errors": traj.n_parse_errors,
@@ -132,6 +136,35 @@ def _process_file(path: str | Path, trainer: Any) -> Path:
     return path if not rank else path.with_name(f"{path.stem}.{rank}{path.suffix}")
 
 
+def raise_on_dead_sampler(trajs: Sequence[Trajectory]) -> None:
+    """Raise when more than half of one rollout's episodes failed on the policy endpoint (stop reason
+    ``error`` with ``metadata["error_source"]`` "policy": a sampler request that got no answer, e.g. the
+    vLLM server is down). Those episodes are masked and unscored, so such a step would move the
+    optimizer on what is left of the batch, or on nothing. Half or fewer: the step goes on without them.
+    Environment failures (an external tool server) are not counted here: they are masked and unscored."""
+    failed = [t for t in trajs if t.stop_reason == "error" and t.metadata.get("error_source") == "policy"]
+    if len(failed) * 2 > len(trajs):
+        errors = Counter(str(t.metadata.get("error")) for t in failed)
+        error, count = errors.most_common(1)[0]
+        raise RuntimeError(
+            f"{len(failed)} of the {len(trajs)} episodes of this rollout failed on the policy endpoint"
+            f" ({failed[0].metadata.get('policy')!r}); the most common error ({count}x): {error}."
+            " Stopping rather than stepping the optimizer on what is left: is the sampling server up?"
+        )
+
+
+def reward_stats(rewards: Sequence[float]) -> dict[str, float]:
+    """Mean and (population) std of the scorable rewards, NaN (unscorable) left out; none without one."""
+    scored = [r for r in rewards if not math.isnan(r)]
+    if not scored:
+        return {}
+    mean = sum(scored) / len(scored)
+    return {
+        "episodes/reward_mean": mean,
+        "episodes/reward_std": math.sqrt(sum((r - mean) ** 2 for r in scored) / len(scored)),
+    }
+
+
 def make_rollout_func(
     loop_config: Any,
     policy_factory: PolicyFactory = transformers_policy,
@@ -143,22 +176,43 @@ def make_rollout_func(
 ) -> Callable[[list[Any], Any], dict[str, list]]:
     """Build ``rollout_func(prompts, trainer)`` for ``KitGRPOTrainer``.
 
+    Rows that must teach nothing get an all-zero ``env_mask`` (out of TRL's loss and of its loss
+    normaliser) and, through the reward functions, no reward (out of the group mean and the std, advantage
+    0; ``toolkit.rewards.trl``): episodes whose sampler or environment failed, and with
+    ``grpo_sampling.flat_groups: drop`` the slots still flat after dynamic sampling's refill rounds
+    (flagged per row in the ``silenced`` column). More than half of a rollout failing on the policy
+    endpoint raises (``raise_on_dead_sampler``).
+
+    The ``episodes/...`` metrics and the rollout log cover every episode the policy sampled in the
+    step, the groups dynamic sampling replaced included: ``episodes/sampled`` of them, and with dynamic
+    sampling the reward of each (``episodes/reward_mean``, ``episodes/reward_std``; TRL's ``reward``
+    covers the rows the update learns from). ``batch/...``, ``kinds/...`` and TRL's own columns describe
+    the batch TRL scores.
+
     Args:
         loop_config: a ``toolkit.agent.loop.RolloutConfig`` (budgets, temperature, finish tool).
         policy_factory: ``trainer -> Policy``; defaults to transformers generation with the trained
             model. The GPU path passes a vLLM-backed factory (``toolkit.train.unsloth_backend``).
         open_episode: override the environment opener (tests).
         on_batch: called with each batch's trajectories (e.g. to save samples).
-        rollout_log: JSONL file that gets every episode of every step appended (step, task, messages,
-            calls, stop reason): what the policy actually did, for reading a run after the fact.
+        rollout_log: JSONL file that gets every sampled episode of every step appended (step, task,
+            messages, calls, stop reason, ``round``: 0 for the first sampling, r for refill round r, and
+            ``kept``: whether its group went into the update, i.e. was neither replaced nor silenced):
+            what the policy actually did, for reading a run after the fact.
         dynamic: a ``toolkit.train.batching.DynamicSampling``: groups whose rewards barely differ are
             replaced by groups of other tasks (and the trainer's rows with them) before TRL scores them.
     """
     from toolkit.agent.loop import rollout
+    from toolkit.rewards.trl import SILENCED
     from toolkit.train.batching import batch_mix_metrics, replace_rows, silenced_rows, trainer_scorer
     from toolkit.train.diagnostics import answer_correct_share
 
     started_logs: set[Path] = set()
+
+    def sample(tasks: list[Task], policy: Any) -> list[Trajectory]:
+        trajs = rollout(tasks, policy, loop_config, n=1, open_episode=open_episode)
+        raise_on_dead_sampler(trajs)
+        return trajs
 
     def rollout_func(prompts: list[Any], trainer: Any) -> dict[str, list]:
         rows = getattr(trainer, "_kit_rows", None)
@@ -172,46 +226,58 @@ def make_rollout_func(
         trainer.model.eval()  # no dropout while sampling; TRL switches back for the update
         started = time.perf_counter()
         refill: dict[str, float] = {}
-        trainer._kit_silenced = []
+        report = None
+        silenced: set[int] = set()
         try:
-            trajs = rollout(tasks, policy, loop_config, n=1, open_episode=open_episode)
+            trajs = sample(tasks, policy)
             if dynamic is not None:
                 tasks, trajs, report = dynamic.resample(
                     tasks,
                     trajs,
                     trainer.num_generations,
-                    run=lambda ts: rollout(ts, policy, loop_config, n=1, open_episode=open_episode),
+                    run=lambda ts: sample(ts, policy),
                     score=trainer_scorer(trainer, dynamic.config.spread_on),
                     on_replace=replace_rows(rows, trainer.num_generations),
                 )
                 refill = report.metrics()
-                trainer._kit_silenced = silenced_rows(
-                    report, trainer.num_generations, dynamic.config.flat_groups
-                )
-                refill["dynamic/silenced_share"] = len(trainer._kit_silenced) / max(1, len(trajs))
+                silenced = set(silenced_rows(report, trainer.num_generations, dynamic.config.flat_groups))
+                refill["dynamic/silenced_share"] = len(silenced) / max(1, len(trajs))
         finally:
             trainer.model.train(was_training)
         eos = trainer.processing_class.eos_token_id
         out: dict[str, list] = {"prompt_ids": [], "completion_ids": [], "logprobs": [], "env_mask": []}
-        for traj in trajs:
+        for i, traj in enumerate(trajs):
             p, c, lp, m = trl_sample(traj, eos)
             out["prompt_ids"].append(p)
             out["completion_ids"].append(c)
             out["logprobs"].append(lp)
-            out["env_mask"].append(m)
+            out["env_mask"].append([0] * len(m) if i in silenced else m)
         out["trajectory"] = [t.to_dict() for t in trajs]
-        metrics = episode_metrics(trajs)
+        out[SILENCED] = [i in silenced for i in range(len(trajs))]
+        # every sampled episode: the batch's (kept unless silenced), then the groups that lost their slot
+        group = getattr(trainer, "num_generations", 1)
+        sampled = [
+            (task, traj, report.slot_rounds[i // group] if report else 0, i not in silenced)
+            for i, (task, traj) in enumerate(zip(tasks, trajs, strict=True))
+        ]
+        for round_, ts, trs in report.discarded if report else []:
+            sampled.extend((task, traj, round_, False) for task, traj in zip(ts, trs, strict=True))
+        all_tasks, all_trajs = [s[0] for s in sampled], [s[1] for s in sampled]
+        metrics = episode_metrics(all_trajs)
+        metrics["episodes/sampled"] = float(len(sampled))
         metrics["episodes/logprobs_missing"] = logprobs_missing_share(trajs)
         metrics["episodes/rollout_seconds"] = time.perf_counter() - started
         metrics.update(refill)
+        if dynamic is not None:  # without it TRL's reward covers every episode already
+            metrics.update(reward_stats(trainer_scorer(trainer)(all_tasks, all_trajs)))
         metrics.update(
             batch_mix_metrics(
                 [str(t.metadata.get("kind") or "unknown") for t in tasks],
                 [t.id for t in tasks],
-                getattr(trainer, "num_generations", 1),
+                group,
             )
         )
-        answer_correct = answer_correct_share(tasks, trajs)
+        answer_correct = answer_correct_share(all_tasks, all_trajs)
         if answer_correct is not None:
             metrics["episodes/answer_correct"] = answer_correct
         _log_metrics(trainer, metrics)
@@ -222,7 +288,8 @@ def make_rollout_func(
                 started_logs.add(log_file)
                 # a killed run logged the episodes of steps it never saved: they are sampled again
                 drop_jsonl_records(log_file, lambda rec: rec.get("step", 0) >= step)
-            write_jsonl(log_file, (rollout_log_record(step, t) for t in trajs), append=True)
+            records = (rollout_log_record(step, traj, round_, kept) for _, traj, round_, kept in sampled)
+            write_jsonl(log_file, records, append=True)
         if on_batch is not None:
             on_batch(trajs)
         return out
@@ -246,14 +313,12 @@ def kit_grpo_trainer_class() -> type:
         _kit_regroup = True  # micro-batches by task, cut to length (bench_grpo_step turns it off to compare)
         _kit_shared_prefix = False  # grpo_sampling.shared_prefix_update: a micro-batch's one prompt run once
         _kit_scored_step: int | None = None  # the global step the buffered generation batch was scored at
-        _kit_silenced: list[int] = []  # rows of still-flat groups under grpo_sampling.flat_groups: drop
 
         def _generate_and_score_completions(self, inputs):
+            # the rows of still-flat groups (flat_groups: drop) are silenced inside TRL's own math: the
+            # rollout function masks them and the reward functions return None for them
             self._kit_rows = inputs
-            output = super()._generate_and_score_completions(inputs)
-            if self._kit_silenced:  # set by the rollout function for this very batch
-                output["advantages"][self._kit_silenced] = 0.0
-            return output
+            return super()._generate_and_score_completions(inputs)
 
         def _prepare_inputs(self, generation_batch):
             before = self._buffered_inputs
