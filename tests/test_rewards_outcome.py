@@ -308,3 +308,20 @@ def test_rescore_bad_log_names_the_line(tmp_path, tasks, episodes):
     write_jsonl(other, [tasks["lookup"]])
     with pytest.raises(RecordError, match="unknown task id"):
         rescore_rollouts(other, log, {"outcome": get_reward("outcome")})
+
+
+def test_rescore_keeps_refill_rounds_apart_and_says_what_was_kept(tmp_path, tasks, episodes):
+    """The trainer logs every group dynamic sampling drew, kept for the update or not: the same task drawn
+    again in a later refill round of a step is another group, and each scored episode says ``kept``."""
+    from toolkit.rewards.rescore import rescore_rollouts
+    from toolkit.train.rollout import rollout_log_record
+
+    log, task_file = tmp_path / "rollouts.jsonl", tmp_path / "tasks.jsonl"
+    write_jsonl(task_file, [tasks["lookup"]])
+    eps = [episodes["lookup"][name] for name in ("right+short", "to the cap")]
+    write_jsonl(
+        log, [rollout_log_record(1, t, 0, False) for t in eps] + [rollout_log_record(1, eps[0], 2, True)]
+    )
+    out = rescore_rollouts(task_file, log, {"outcome": get_reward("outcome")}, replay=False)
+    assert [(e["round"], e["kept"]) for e in out["episodes"]] == [(0, False), (0, False), (2, True)]
+    assert out["summary"]["groups"] == 2

@@ -10,7 +10,11 @@ rubric items can be graded. ``replay=False`` skips that (writes then fail their 
 
 Each episode is also put in a *pattern* (``drift_pattern``), the drift classes of the CPU proof's runs,
 and the summary gives each reward's mean score per pattern, and how often two rewards order a pair of
-episodes of the same group (step, task) differently.
+episodes of the same group (step, dynamic-sampling round, task) differently.
+
+The log holds every episode the policy sampled, the groups dynamic sampling replaced or silenced
+included (``kept`` false; logs written before that field hold the kept groups only): all are scored,
+each under its own group, and every scored episode carries ``kept`` (true when the log does not say).
 """
 
 from __future__ import annotations
@@ -40,7 +44,8 @@ PATTERNS = (
 
 def read_rollouts(path: str | Path) -> list[tuple[int, Trajectory]]:
     """(step, trajectory) for every line of a rollout log; a bad line raises RecordError naming the file
-    and line, and so does an empty file."""
+    and line, and so does an empty file. The record's ``round`` and ``kept`` (``rollout_log_record``)
+    go into the trajectory's metadata."""
     path = Path(path)
     out: list[tuple[int, Trajectory]] = []
     with path.open("rb") as fh:
@@ -64,6 +69,7 @@ def read_rollouts(path: str | Path) -> list[tuple[int, Trajectory]]:
                         "stop_reason": rec["stop_reason"],
                         "n_parse_errors": int(rec.get("n_parse_errors", 0)),
                         "turn_answers": [answer] if answer else [],
+                        "metadata": {"round": int(rec.get("round", 0)), "kept": bool(rec.get("kept", True))},
                     }
                 )
                 out.append((int(rec.get("step", 0)), traj))
@@ -128,6 +134,8 @@ def rescore_rollouts(
         episodes.append(
             {
                 "step": step,
+                "round": traj.metadata["round"],
+                "kept": traj.metadata["kept"],
                 "task_id": traj.task_id,
                 "kind": task.metadata.get("kind"),
                 "pattern": drift_pattern(task, trajs[i]),
@@ -141,9 +149,9 @@ def rescore_rollouts(
 
 
 def summarize(episodes: Sequence[dict[str, Any]], labels: Sequence[str]) -> dict[str, Any]:
-    """Each reward's mean per pattern, and for every two rewards how many within-group pairs (same step
-    and task; pairs tied under both left out) they order differently: in opposite directions, or tied
-    under one and not the other."""
+    """Each reward's mean per pattern, and for every two rewards how many within-group pairs (same step,
+    round and task; pairs tied under both left out) they order differently: in opposite directions, or
+    tied under one and not the other."""
     by_pattern: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for ep in episodes:
         by_pattern[ep["pattern"]].append(ep)
@@ -152,9 +160,9 @@ def summarize(episodes: Sequence[dict[str, Any]], labels: Sequence[str]) -> dict
         for p in PATTERNS
         if (eps := by_pattern.get(p))
     }
-    groups: dict[tuple[int, str], list[dict[str, Any]]] = defaultdict(list)
-    for ep in episodes:
-        groups[(ep["step"], ep["task_id"])].append(ep)
+    groups: dict[tuple[int, int, str], list[dict[str, Any]]] = defaultdict(list)
+    for ep in episodes:  # a task drawn again in a later refill round of a step is another group
+        groups[(ep["step"], ep.get("round", 0), ep["task_id"])].append(ep)
     discordant = {}
     for a_i, a in enumerate(labels):
         for b in labels[a_i + 1 :]:

@@ -1,16 +1,19 @@
 """Per-step GRPO diagnostics that explain a run, beside TRL's own metrics in ``metrics.jsonl``.
 
 TRL logs the reward mean/std, the share of zero-variance groups (``frac_reward_zero_std``) and the
-completion lengths; the rollout logs calls per episode and the finish rate (``episodes/...``). What
+completion lengths of the batch it scores; the rollout logs calls per episode and the finish rate
+(``episodes/...``) over every episode it sampled, dynamic sampling's replaced groups included. What
 they do not say is *where* the signal comes from. Here, per step:
 
-- ``kinds/<kind>/share``: share of the step's episodes drawn from tasks of that kind;
-- ``kinds/<kind>/reward_mean``: the weighted total reward (what the advantages are computed from);
+- ``kinds/<kind>/share``: share of the batch's episodes drawn from tasks of that kind;
+- ``kinds/<kind>/reward_mean``: the weighted total reward (what the advantages are computed from) of
+  its scorable episodes; silenced and failed episodes (no reward) are left out;
 - ``kinds/<kind>/zero_std_share``: share of that kind's groups where every episode got the same reward
-  (no advantage, no gradient). Run 11 of the CPU proof lost its answers on kinds GRPO never sampled:
-  these columns show which kinds feed the update.
-- ``episodes/answer_correct``: among sampled episodes of tasks with essential ``answer_correctness``
-  items, the share that passed all of them (the right answer while sampling, not only the calls).
+  (no advantage, no gradient; a silenced group counts here). Run 11 of the CPU proof lost its answers
+  on kinds GRPO never sampled: these columns show which kinds feed the update.
+- ``episodes/answer_correct`` (logged by the rollout): among every sampled episode of tasks with
+  essential ``answer_correctness`` items, kept for the update or not, the share that passed all of them
+  (the right answer while sampling, not only the calls).
 """
 
 from __future__ import annotations
