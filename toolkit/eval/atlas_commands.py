@@ -9,9 +9,11 @@ mcp-rl atlas export --tasks data/tasks/eval.jsonl --out atlas_eval.csv
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
+
+from toolkit.argtypes import positive_int
+from toolkit.records import dumps
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -45,8 +47,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="let a kit server answer for an MCP-Atlas server, e.g. calculator=calculator (repeatable; "
         "never done without it)",
     )
-    p.add_argument("--limit", type=int, default=None, help="only the first N records")
-    p.add_argument("--max-turns", type=int, default=10, help="model turns per episode")
+    p.add_argument("--limit", type=positive_int, default=None, help="only the first N records")
+    p.add_argument("--max-turns", type=positive_int, default=10, help="model turns per episode")
     p.add_argument("--standin-judge", action="store_true", help="the deterministic stand-in judge (no LLM)")
     p.add_argument("--judge-base-url", default=None, help="OpenAI-compatible judge endpoint")
     p.add_argument("--judge-model", default=None)
@@ -156,13 +158,13 @@ def _run(args: argparse.Namespace) -> int:
                 "calls": len(traj.calls),
                 "failed_calls": sum(not c.ok for c in traj.calls),
             }
-            f.write(json.dumps(row | {"claims": res.details.get("items", [])}, default=str) + "\n")
+            f.write(dumps(row | {"claims": res.details.get("items", [])}, default=str) + "\n")
     summary = summarize(results, skipped, [t for t, _ in scored], errors)
     summary |= {"judge": "stand-in (not a language model)" if args.standin_judge else args.judge_model}
     summary |= {"servers_failed": pool.failed, "stand_ins": pool.stand_ins}
     if args.policy == "gold" and scored:
         summary["replay_fidelity"] = replay_fidelity(*zip(*scored, strict=True))
-    (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
+    (out / "summary.json").write_text(dumps(summary, indent=1) + "\n")
     cov = (
         f"coverage {summary['coverage']:.3f}, pass rate {summary['pass_rate']:.3f}"
         if results

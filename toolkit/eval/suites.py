@@ -16,7 +16,6 @@ An eval output folder holds ``results.jsonl`` (one TaskResult per task), ``traje
 from __future__ import annotations
 
 import importlib.metadata
-import json
 import platform
 import time
 from collections import Counter
@@ -27,7 +26,7 @@ from typing import Any
 
 from toolkit.eval.metrics import TaskResult, aggregate, first_call_well_formed
 from toolkit.paths import DATA_DIR
-from toolkit.records import FINISH_TOOL, RewardResult, Task, Trajectory, read_jsonl, write_jsonl
+from toolkit.records import FINISH_TOOL, RewardResult, Task, Trajectory, dumps, read_jsonl, write_jsonl
 
 KIT_EVAL_TASKS = DATA_DIR / "tasks" / "eval.jsonl"
 # Versions recorded with every run, so a number can be traced to the code that produced it.
@@ -319,7 +318,7 @@ def run_eval(
         },
         "aggregate": aggregate(results, n_boot=n_boot, seed=seed),
     }
-    (out / "results.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    (out / "results.json").write_text(dumps(summary, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     if viewer:
         from toolkit.eval.viewer import ViewerRun, write_viewer
 
