@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import math
 import time
 from collections import Counter
@@ -165,6 +166,20 @@ def reward_stats(rewards: Sequence[float]) -> dict[str, float]:
     }
 
 
+class _SilencedRowsWarning(logging.Filter):
+    """Drops TRL's warning that every reward function returned None for a row (it prints the row's every
+    column, a whole trajectory) when the row is one the rollout silenced: None there is on purpose."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        from toolkit.rewards.trl import SILENCED
+
+        message = record.getMessage()  # accelerate prefixes it with the rank
+        return not ("All reward functions returned None" in message and f"'{SILENCED}': True" in message)
+
+
+SILENCED_ROWS_WARNING = _SilencedRowsWarning()
+
+
 def make_rollout_func(
     loop_config: Any,
     policy_factory: PolicyFactory = transformers_policy,
@@ -208,6 +223,8 @@ def make_rollout_func(
     from toolkit.train.diagnostics import answer_correct_share
 
     started_logs: set[Path] = set()
+    if dynamic is not None and dynamic.config.flat_groups == "drop":
+        logging.getLogger("trl.trainer.grpo_trainer").addFilter(SILENCED_ROWS_WARNING)  # added once
 
     def sample(tasks: list[Task], policy: Any) -> list[Trajectory]:
         trajs = rollout(tasks, policy, loop_config, n=1, open_episode=open_episode)
