@@ -7,6 +7,7 @@ to start a second one; there the coroutine runs on its own loop in a one-off wor
 from __future__ import annotations
 
 import asyncio
+import contextvars
 from collections.abc import Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
@@ -20,5 +21,6 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
         asyncio.get_running_loop()
     except RuntimeError:
         return asyncio.run(coro)
+    # in a copy of the caller's context, so that its context variables (watch_episodes) hold there too
     with ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, coro).result()
+        return pool.submit(contextvars.copy_context().run, asyncio.run, coro).result()

@@ -21,8 +21,9 @@ import asyncio
 import json
 import sys
 import time
-from collections.abc import Callable, Sequence
-from contextlib import AbstractAsyncContextManager
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractAsyncContextManager, contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -594,6 +595,28 @@ def _user_turn_text(followup: str, new_tools: list[ToolSpec], config: RolloutCon
 # running many episodes
 # --------------------------------------------------------------------------------------------------
 
+# Called with every finished trajectory of any rollout run inside ``watch_episodes``: an evaluation
+# shows progress even when its caller hands it a rollout function of its own (``train --evaluate``).
+_WATCHERS: ContextVar[tuple[Callable[[Trajectory], None], ...]] = ContextVar("episode_watchers", default=())
+
+
+@contextmanager
+def watch_episodes(callback: Callable[[Trajectory], None]) -> Iterator[None]:
+    """Call ``callback`` with each trajectory that finishes inside this block, in this context."""
+    token = _WATCHERS.set((*_WATCHERS.get(), callback))
+    try:
+        yield
+    finally:
+        _WATCHERS.reset(token)
+
+
+def policy_failure(traj: Trajectory) -> str | None:
+    """Why the policy's backend failed this episode (an endpoint down, a request refused), else None:
+    the endpoint's failure, not the model's and not the environment's."""
+    if traj.stop_reason == "error" and traj.metadata.get("error_source") == "policy":
+        return str(traj.metadata.get("error"))
+    return None
+
 
 def _default_opener() -> EpisodeOpener:
     try:
@@ -636,6 +659,7 @@ async def run_episodes(
     slots = asyncio.Semaphore(max(1, config.max_concurrent_episodes))
     jobs = [(task, sample) for task in tasks for sample in range(n)]
     results: list[Trajectory | None] = [None] * len(jobs)
+    watchers = (*([on_done] if on_done is not None else []), *_WATCHERS.get())
     start = time.perf_counter()
 
     async def one(key: int, task: Task, sample: int) -> None:
@@ -658,13 +682,14 @@ async def run_episodes(
                     raise exc.__cause__ from None
                 episode.traj.stop_reason = "error"
                 episode.traj.metadata["error"] = f"{type(exc).__name__}: {exc}"
+                episode.traj.metadata["error_source"] = "environment"
             finally:
                 if joined:
                     batcher.leave()
             _finish_metadata(episode, stats)
             results[key] = episode.traj
-            if on_done is not None:
-                on_done(episode.traj)
+            for watch in watchers:
+                watch(episode.traj)
 
     try:
         async with asyncio.TaskGroup() as group:

@@ -165,6 +165,13 @@ def answer_failed(result: TaskResult) -> bool:
     )
 
 
+def task_passed(result: TaskResult) -> bool:
+    """One task as the headline pass rate counts it: BFCL's correct, else pass@0.75."""
+    if result.correct is not None:
+        return result.correct
+    return result.score >= PASS_THRESHOLDS[-1] - 1e-9 and not answer_failed(result)
+
+
 def metric_components(results: Sequence[TaskResult]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """Per-task (numerator, denominator) arrays for every metric these results support."""
     n = len(results)

@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from toolkit.eval.metrics import TaskResult, aggregate, first_call_well_formed
+from toolkit.eval.metrics import TaskResult, aggregate, first_call_well_formed, task_passed
+from toolkit.eval.watch import Progress, check_endpoint
 from toolkit.paths import DATA_DIR
 from toolkit.records import FINISH_TOOL, RewardResult, Task, Trajectory, dumps, read_jsonl, write_jsonl
 
@@ -233,6 +234,25 @@ def package_versions() -> dict[str, str | None]:
     return versions
 
 
+def check_servers(tasks: Sequence[Task]) -> None:
+    """Refuse, before any episode, tasks that name a server the kit cannot build: each of their
+    episodes would end in an error that only the trajectories record."""
+    from toolkit.envs.recipe import OWN_KEY
+    from toolkit.envs.registry import server_names
+
+    # a task made for the user's own server carries how to start it
+    named = {(t.id, s) for t in tasks if not t.metadata.get(OWN_KEY) for s in t.servers}
+    known = server_names()
+    unknown = sorted((task_id, name) for task_id, name in named if name not in known)
+    if unknown:
+        names = ", ".join(sorted({f"'{name}'" for _, name in unknown}))
+        n_tasks = len({task_id for task_id, _ in unknown})
+        raise ValueError(
+            f"unknown server {names} in {n_tasks} of {len(tasks)} tasks (first: {unknown[0][0]}). "
+            f"Known: {', '.join(known)}"
+        )
+
+
 def run_label(policy_spec: str, adapter: str | None) -> str:
     """A short run name: the policy, plus the adapter folder when there is one."""
     return f"{policy_spec}+{Path(adapter).name}" if adapter else policy_spec
@@ -261,6 +281,8 @@ def run_eval(
     ``tasks`` / ``tasks_file`` override the suite's tasks; ``rollout`` and ``scorers`` replace the agent
     loop and the rewards (tests, hosted models); ``loop_config`` goes to ``run_episodes``.
     """
+    from toolkit.agent.loop import policy_failure, watch_episodes
+
     spec = get_suite(suite)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -269,12 +291,24 @@ def run_eval(
         task_list = task_list[:limit]
     if not task_list:
         raise ValueError(f"suite {suite!r} has no tasks to run")
+    check_servers(task_list)
 
     started = time.time()
+    scorers = scorers or default_scorers(spec)
+    by_task = {task.id: task for task in task_list}
+    scored: dict[int, TaskResult] = {}  # id(trajectory) -> its result, scored as its episode finished
+
+    def finished(traj: Trajectory) -> None:  # scored at once, for the progress line's pass rate
+        task = by_task.get(traj.task_id)
+        if task is not None:  # one of this run's episodes
+            scored[id(traj)] = result = task_result(spec, task, traj, scorers)
+            progress.episode(task_passed(result), traj.stop_reason == "error")
+
     rollout_given = rollout is not None
     rollout = rollout or default_rollout(policy_spec, adapter, seed, spec, **(loop_config or {}))
     try:
-        trajs = rollout(task_list)
+        with Progress(len(task_list), "eval") as progress, watch_episodes(finished):
+            trajs = rollout(task_list)
     finally:
         if not rollout_given:
             rollout.close()  # type: ignore[attr-defined]  # the engine this run started (vLLM), if any
@@ -283,9 +317,13 @@ def run_eval(
     rollout_s = time.time() - started
     by_id = {t.task_id: t for t in trajs}
     ordered = [by_id.get(task.id, trajs[i]) for i, task in enumerate(task_list)]
+    failures = [why for why in map(policy_failure, ordered) if why is not None]
+    check_endpoint(failures, len(ordered), f"policy endpoint {policy_spec}", "eval")
 
-    scorers = scorers or default_scorers(spec)
-    results = [task_result(spec, task, traj, scorers) for task, traj in zip(task_list, ordered, strict=True)]
+    results = [
+        scored.get(id(traj)) or task_result(spec, task, traj, scorers)
+        for task, traj in zip(task_list, ordered, strict=True)
+    ]
 
     write_jsonl(out / "trajectories.jsonl", ordered)
     write_jsonl(out / "results.jsonl", [r.to_dict() for r in results])
@@ -317,6 +355,7 @@ def run_eval(
             "total_seconds": round(time.time() - started, 3),
         },
         "aggregate": aggregate(results, n_boot=n_boot, seed=seed),
+        "endpoint_failures": len(failures),  # episodes the policy's backend failed (scored 0, as errors)
     }
     (out / "results.json").write_text(dumps(summary, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     if viewer:
