@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 from toolkit.argtypes import positive_int
 from toolkit.records import dumps
@@ -58,12 +59,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     from toolkit.eval.atlas_format import AtlasFormatError
+    from toolkit.eval.watch import EndpointDown
+    from toolkit.rewards.judge import JudgeUnreachable
 
     try:
         return _export(args) if args.action == "export" else _run(args)
     except AtlasFormatError as exc:
         print(f"mcp-rl atlas: bad MCP-Atlas record: {exc}", file=sys.stderr)
         return 2
+    except (EndpointDown, JudgeUnreachable) as exc:  # the policy's or the judge's endpoint, not a score
+        print(f"mcp-rl atlas: {exc}", file=sys.stderr)
+        return 1
     except ValueError as exc:  # a bad --map / --external option
         print(f"mcp-rl atlas: {exc}", file=sys.stderr)
         return 2
@@ -100,10 +106,21 @@ def _judge_config(args: argparse.Namespace) -> dict:
     return {"base_url": args.judge_base_url, "model": args.judge_model, "api_key_env": args.judge_api_key_env}
 
 
+def _judge_failure(result: Any) -> str | None:
+    """Why the judge's endpoint graded none of a task's claims, or None when it is not that."""
+    from toolkit.rewards.judge import ENDPOINT_PROBLEM
+
+    items = result.details.get("items", [])
+    reasons = [it["reason"] for it in items if it["verdict"] is None]
+    if items and len(reasons) == len(items) and reasons[0].startswith(ENDPOINT_PROBLEM):
+        return reasons[0]
+    return None
+
+
 def _run(args: argparse.Namespace) -> int:
     from contextlib import ExitStack
 
-    from toolkit.agent.loop import RolloutConfig, rollout
+    from toolkit.agent.loop import RolloutConfig, policy_failure, rollout
     from toolkit.agent.policies import make_policy
     from toolkit.eval.atlas_tasks import (
         Skip,
@@ -117,6 +134,7 @@ def _run(args: argparse.Namespace) -> int:
         summarize,
         to_kit_task,
     )
+    from toolkit.eval.watch import Progress, check_endpoint
     from toolkit.records import write_jsonl
     from toolkit.rewards.atlas import AtlasReward
 
@@ -141,13 +159,35 @@ def _run(args: argparse.Namespace) -> int:
 
             judge = stack.enter_context(StandInJudge()).judge_config()
         reward = AtlasReward(grader="claim-judge", judge=judge)
+        if tasks:
+            reward.grader.check_endpoint()  # a dead judge fails here, before the rollout
         policy = make_policy(args.policy)
         config = RolloutConfig(max_turns=args.max_turns, temperature=0.0)
-        trajs = rollout(tasks, policy, config, open_episode=episode_opener(externals)) if tasks else []
-        # an episode whose server failed or died is not scored: it is skipped, with the reason
-        errors = {t.id: f"environment error: {tr.metadata.get('error')}" for t, tr in zip(tasks, trajs, strict=True) if tr.stop_reason == "error"}  # fmt: skip
-        scored = [(t, tr) for t, tr in zip(tasks, trajs, strict=True) if t.id not in errors]
+        with Progress(len(tasks), "atlas") as progress:
+            trajs = rollout(
+                tasks,
+                policy,
+                config,
+                open_episode=episode_opener(externals),
+                on_done=lambda tr: progress.episode(error=tr.stop_reason == "error"),
+            )
+        # a failed episode is not scored: it is listed with its reason, as the endpoint's (the policy's
+        # backend, the judge) or as the environment's (a server that failed or died)
+        pairs = list(zip(tasks, trajs, strict=True))
+        down = {t.id: f"policy endpoint error: {why}" for t, tr in pairs if (why := policy_failure(tr))}
+        check_endpoint(list(down.values()), len(pairs), f"policy endpoint {args.policy}", "atlas")
+        errors = {t.id: f"environment error: {tr.metadata.get('error')}" for t, tr in pairs if tr.stop_reason == "error" and t.id not in down}  # fmt: skip
+        scored = [(t, tr) for t, tr in pairs if t.id not in errors and t.id not in down]
+        if scored:
+            print(f"[atlas] judging the claims of {len(scored)} tasks", file=sys.stderr, flush=True)
         results = reward.batch([t for t, _ in scored], [tr for _, tr in scored]) if scored else []
+        graded = list(zip(scored, results, strict=True))
+        judged = {t.id: why for (t, _), res in graded if (why := _judge_failure(res))}
+        judge_url = reward.grader.base_url
+        check_endpoint(list(judged.values()), len(graded), f"judge endpoint {judge_url}", "atlas", "tasks")
+        down |= judged
+        scored = [pair for pair, _ in graded if pair[0].id not in judged]
+        results = [res for pair, res in graded if pair[0].id not in judged]
     write_jsonl(out / "tasks.jsonl", tasks)
     write_jsonl(out / "trajectories.jsonl", trajs)
     with (out / "results.jsonl").open("w", encoding="utf-8") as f:
@@ -160,6 +200,7 @@ def _run(args: argparse.Namespace) -> int:
             }
             f.write(dumps(row | {"claims": res.details.get("items", [])}, default=str) + "\n")
     summary = summarize(results, skipped, [t for t, _ in scored], errors)
+    summary["endpoint_errors"] = down  # the policy's or the judge's: neither a score nor the environment's
     summary |= {"judge": "stand-in (not a language model)" if args.standin_judge else args.judge_model}
     summary |= {"servers_failed": pool.failed, "stand_ins": pool.stand_ins}
     if args.policy == "gold" and scored:
@@ -170,7 +211,10 @@ def _run(args: argparse.Namespace) -> int:
         if results
         else "nothing run"
     )
-    print(f"{len(results)} tasks run, {summary['tasks_skipped']} skipped: {cov} -> {out}/summary.json")
+    failed = f", {len(down)} failed on an endpoint" if down else ""
+    print(
+        f"{len(results)} tasks run, {summary['tasks_skipped']} skipped{failed}: {cov} -> {out}/summary.json"
+    )
     for server, row in summary.get("replay_fidelity", {}).get("servers", {}).items():
         rate = "n/a" if row["match_rate"] is None else f"{row['match_rate']:.2f}"
         print(f"replay fidelity {server}: {row['matched']}/{row['compared']} outputs as recorded ({rate})")
