@@ -7,6 +7,7 @@ server runs in tests/test_vllm_server_grpo.py."""
 from __future__ import annotations
 
 import json
+import math
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -19,13 +20,31 @@ from toolkit.agent.testing import fake_opener
 from toolkit.records import Task
 
 BASE = "base-model"
+LOGITS = [2.0, 1.0, 0.5, 0.0, -1.0, -3.0]  # the fake model's next-token logits (token ids 100..105)
+
+
+def top_logprobs(mode: str, temperature: float, k: int) -> dict[str, float]:
+    """What vLLM's ``--logprobs-mode`` gives as the top-k logprobs of the fake model's next token."""
+    scaled = [x / temperature for x in LOGITS] if mode.startswith("processed") else LOGITS
+    norm = math.log(sum(math.exp(x) for x in scaled))
+    values = scaled if mode.endswith("logits") else [x - norm for x in scaled]
+    return {f"token_id:{100 + i}": v for i, v in enumerate(values[:k])}
 
 
 class FakeVLLM:
     """A loopback HTTP server with the four endpoints the backend uses, recording every request."""
 
-    def __init__(self, root: str, *, runtime_lora: bool = True, logprobs: bool = True, eos: int = 2):
+    def __init__(
+        self,
+        root: str,
+        *,
+        runtime_lora: bool = True,
+        logprobs: bool = True,
+        eos: int = 2,
+        logprobs_mode: str = "processed_logprobs",
+    ):
         self.root, self.runtime_lora, self.logprobs, self.eos = root, runtime_lora, logprobs, eos
+        self.logprobs_mode = logprobs_mode
         self.adapters: dict[str, str] = {}
         self.requests: list[tuple[str, dict]] = []
         fake = self
@@ -63,6 +82,10 @@ class FakeVLLM:
                         return self._reply(404, {"error": {"message": f"model {body['model']} not found"}})
                     ids = [11, 12, fake.eos]
                     logprobs = {"token_logprobs": [-0.5, -1.5, -0.25]} if fake.logprobs else None
+                    if body.get("logprobs"):  # top logprobs asked for: the logprobs-mode probe
+                        top = top_logprobs(fake.logprobs_mode, body["temperature"], body["logprobs"])
+                        ids = [100]
+                        logprobs = {"token_logprobs": [top["token_id:100"]], "top_logprobs": [top]}
                     choice = {"text": "x", "token_ids": ids, "logprobs": logprobs, "finish_reason": "stop"}
                     return self._reply(200, {"choices": [choice]})
                 self._reply(404, {"detail": "Not Found"})
@@ -164,6 +187,37 @@ def test_the_backend_checks_the_server_and_evaluates_through_it(tiny, tmp_path):
     sync = make_backend("vllm-server", recipe, url=refusing.url)
     with pytest.raises(ServerError, match="VLLM_ALLOW_RUNTIME_LORA_UPDATING"):
         sync.rollout_policy(trainer_at(peft, 0, tmp_path / "refused"))
+
+
+@pytest.mark.parametrize("mode", ["raw_logprobs", "raw_logits", "processed_logits"])
+def test_the_backend_refuses_a_server_that_does_not_return_sampling_logprobs(mode):
+    """vLLM's default (raw_logprobs) ignores the temperature: every importance ratio would be biased. The
+    backend probes the mode before training and names the flag; processed_logprobs passes."""
+    from toolkit.train.config import recipe_from_dict
+    from toolkit.train.pipeline import make_backend
+    from toolkit.train.vllm_server_backend import ServerError
+
+    recipe = recipe_from_dict({"model": "tiny-random", "reward": "rubric"}, name="t")
+    server = fake_server(logprobs_mode=mode)
+    with pytest.raises(ServerError, match="restart it with --logprobs-mode processed_logprobs"):
+        make_backend("vllm-server", recipe, url=server.url)
+    probes = [body for path, body in server.requests if path == "/v1/completions"]
+    assert [b["temperature"] for b in probes] == [1.0, 0.5] and all(b["model"] == BASE for b in probes)
+    make_backend("vllm-server", recipe, url=fake_server().url)  # processed_logprobs: no error
+
+
+def test_two_trainers_on_one_server_name_their_adapters_apart(tiny, tmp_path):
+    """Trainers in containers share process ids (often 1): adapter names must differ all the same, or vLLM
+    serves one trainer's rollouts with the other's adapter."""
+    from toolkit.train.vllm_server_backend import ServerLoraSync
+
+    peft, tokenizer = tiny
+    server = fake_server(eos=tokenizer.eos_token_id)
+    one = ServerLoraSync(server.url, tokenizer, tmp_path / "one")
+    two = ServerLoraSync(server.url, tokenizer, tmp_path / "two")
+    assert one.prefix != two.prefix
+    assert one(trainer_at(peft, 0)).model != two(trainer_at(peft, 0)).model
+    assert len(server.adapters) == 2
 
 
 def test_mcp_rl_train_hands_the_server_url_to_the_backend(tmp_path, capsys):

@@ -15,17 +15,22 @@ batch, if the optimizer has stepped since the last sync:
    (``toolkit.agent.policies.VLLMServerPolicy``), the sampled tokens' logprobs coming back with them.
 
 The server's logprobs are another engine's, so TRL's truncated importance-sampling correction is turned on
-(``toolkit.train.importance``). TRL's own "server" mode is not used: it pushes full weights to its
+(``toolkit.train.importance``). That correction needs the logprobs of the distribution each token was
+sampled from (after temperature): vLLM returns those only with ``--logprobs-mode processed_logprobs``, a
+setting its API does not report, so the backend probes for it before training
+(``check_processed_logprobs``). TRL's own "server" mode is not used: it pushes full weights to its
 ``trl vllm-serve`` over NCCL, which neither runs on a CPU nor serves a LoRA by name.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import urllib.error
 import urllib.request
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +77,47 @@ def served_models(base_url: str, timeout: float = 30.0) -> list[dict[str, Any]]:
         raise ServerError(f"no vLLM server answers at {base_url}/models: {exc}") from exc
 
 
+def base_model(base_url: str) -> str:
+    """The served base model's name (the entry without a parent adapter)."""
+    bases = [m["id"] for m in served_models(base_url) if not m.get("parent")]
+    if not bases:
+        raise ServerError(f"the server at {base_url} lists no base model")
+    return bases[0]
+
+
+PROBE_PROMPT = "The capital of France is"
+PROBE_TOP = 5
+
+
+def check_processed_logprobs(base_url: str, model: str, prompt_ids: list[int]) -> None:
+    """Fail unless the server returns the logprobs of the distribution it samples from (vLLM's
+    ``--logprobs-mode processed_logprobs``; its default, ``raw_logprobs``, ignores the temperature, which
+    biases every importance ratio when the rollout temperature is not 1). No endpoint reports the mode, so
+    one next token is asked for at temperature 1 and 0.5 with the top logprobs: those of the sampling
+    distribution are normalised (probability mass <= 1) and their spread doubles at 0.5 (logits / T); raw
+    logprobs keep their spread, logits are not normalised."""
+    spreads, masses = [], []
+    for temperature in (1.0, 0.5):
+        # no truncation (a model's generation config may set some): the top tokens keep finite logprobs
+        body = {"model": model, "prompt": list(prompt_ids), "max_tokens": 1, "temperature": temperature,
+                "top_p": 1.0, "top_k": -1, "min_p": 0.0, "logprobs": PROBE_TOP,
+                "return_tokens_as_token_ids": True}  # fmt: skip
+        reply = json.loads(_post(base_url, "/completions", body))
+        try:
+            top = reply["choices"][0]["logprobs"]["top_logprobs"][0].values()
+        except (KeyError, IndexError, TypeError, AttributeError) as exc:
+            raise ServerError(f"the server at {base_url} returned no top logprobs: {reply!s:.500}") from exc
+        top = sorted(top, reverse=True)[:PROBE_TOP]  # the sampled token may come on top of them
+        spreads.append(top[0] - top[-1])
+        masses.append(sum(math.exp(v) for v in top))
+    if not (masses[0] <= 1.001 and math.isclose(spreads[1], 2 * spreads[0], rel_tol=0.1, abs_tol=1e-3)):
+        raise ServerError(
+            f"the vLLM server at {base_url} does not return the logprobs it samples from (top-{PROBE_TOP}"
+            f" spread {spreads[0]:.3f} at temperature 1 and {spreads[1]:.3f} at 0.5, mass {masses[0]:.3g}):"
+            " restart it with --logprobs-mode processed_logprobs, or GRPO's importance ratios are biased"
+        )
+
+
 def load_adapter(base_url: str, name: str, path: str | Path) -> None:
     _post(base_url, "/load_lora_adapter", {"lora_name": name, "lora_path": str(path)})
 
@@ -88,7 +134,9 @@ class ServerLoraSync:
         base_url: the server's OpenAI root (``http://host:port/v1``).
         tokenizer: the kit tokenizer of the base model (the loop renders token ids with it).
         adapter_root: where adapters are saved for the server to read (``<root>/step-<n>``).
-        prefix: adapter names are ``<prefix>-step<n>-<k>`` (several trainers may share a server).
+        prefix: adapter names are ``<prefix>-step<n>-<k>`` (several trainers may share a server); default
+            ``grpo-`` and a random id: process ids repeat across containers, and vLLM would serve one
+            trainer's requests with another's adapter of the same name.
     """
 
     samples_off_policy = True  # the server's logprobs are another engine's: toolkit.train.importance
@@ -97,7 +145,7 @@ class ServerLoraSync:
         self.base_url = base_url.rstrip("/")
         self.tokenizer = tokenizer
         self.root = Path(adapter_root)
-        self.prefix = prefix or f"grpo{os.getpid()}"
+        self.prefix = prefix or f"grpo-{uuid.uuid4().hex[:12]}"
         self.synced_step: int | None = None
         self.adapter: str | None = None  # the name the server serves the current adapter under
         self.history: list[dict[str, Any]] = []  # one entry per sync: step, name, folder
@@ -133,11 +181,7 @@ class ServerLoraSync:
         return VLLMServerPolicy(self.base_url, model or self.base_model(), self.tokenizer, name=name)
 
     def base_model(self) -> str:
-        """The served base model's name (the entry without a parent adapter)."""
-        bases = [m["id"] for m in served_models(self.base_url) if not m.get("parent")]
-        if not bases:
-            raise ServerError(f"the server at {self.base_url} lists no base model")
-        return bases[0]
+        return base_model(self.base_url)
 
 
 class VLLMServerBackend(TransformersBackend):
@@ -158,6 +202,9 @@ class VLLMServerBackend(TransformersBackend):
         self._sync: ServerLoraSync | None = None
         self._eval_adapters: list[str] = []
         self._check_base_model()
+        # before anything is trained: a server in vLLM's default logprobs mode would bias every ratio
+        prompt = self._tokenizer.encode(PROBE_PROMPT, add_special_tokens=False)
+        check_processed_logprobs(self.url, base_model(self.url), prompt)
 
     def _check_base_model(self) -> None:
         """The server must serve the checkpoint the trainer trains: the adapter is meaningless elsewhere."""
