@@ -35,12 +35,15 @@ $(STAMP): pyproject.toml Makefile
 demo: setup
 	$(BIN)/mcp-rl notebooks run
 
-# Lint, then unit tests, CPU integration tests and the notebooks in smoke mode (CI runs this).
+# Lint, then unit tests, CPU integration tests and the notebooks in smoke mode (CI runs this), on every
+# core (pytest-xdist; tests/conftest.py keeps each file on one worker and the vLLM engines on one).
+XDIST := -n auto --maxprocesses 4
+
 test: lint
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q $(XDIST)
 
 test-fast: setup
-	$(BIN)/pytest -q -m "not integration"
+	$(BIN)/pytest -q $(XDIST) -m "not integration"
 
 notebooks: setup
 	$(BIN)/mcp-rl notebooks run --smoke

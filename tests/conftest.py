@@ -1,10 +1,64 @@
-"""Shared test settings: in CI, hypothesis draws the same examples every run (no flaky examples that
-a local run never saw); locally it explores new ones."""
+"""Shared test settings.
+
+- In CI, hypothesis draws the same examples every run (no flaky examples that a local run never saw);
+  locally it explores new ones.
+- ``make test`` runs the suite on every core with pytest-xdist (``-n auto``). Each test
+  file stays whole on one worker, so its module fixtures (servers, engines) start once; the files whose
+  tests start vLLM engines share one group, so two engines never fight over the same cores. Each worker
+  gets its share of the cores for OpenMP (torch, and the processes the tests start inherit it).
+"""
 
 import os
+from collections import OrderedDict
+from pathlib import Path
 
 from hypothesis import settings
 
 settings.register_profile("ci", derandomize=True, print_blob=True)
 if os.environ.get("CI"):
     settings.load_profile("ci")
+
+# files whose tests start a vLLM engine (in-process or served)
+VLLM_ENGINE_FILES = {
+    "test_vllm_grpo",
+    "test_vllm_policy",
+    "test_vllm_server",
+    "test_vllm_server_grpo",
+    "test_train_backends",
+}
+
+# the longest work units (pytest --durations on 2 cores), started first
+LONGEST_UNITS = [
+    "vllm-engines",
+    "tests/test_notebooks.py",
+    "tests/test_synth_own_server.py",
+    "tests/test_train_grpo.py",
+    "tests/test_reliability_determinism.py",
+]
+
+_workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+if _workers > 1 and "OMP_NUM_THREADS" not in os.environ:
+    os.environ["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // _workers))
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """Work units of whole files, the vLLM engine files together as one unit (xdist's loadscope, with
+    our own scopes: its loadgroup marks do not reach the node ids under pytest 9)."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class FileScheduling(LoadScopeScheduling):
+        _heavy_first = False
+
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return "vllm-engines" if Path(path).stem in VLLM_ENGINE_FILES else path
+
+        def _assign_work_unit(self, node) -> None:
+            if not self._heavy_first:  # the longest units start first, so no worker waits at the end
+                self._heavy_first = True
+                rank = {scope: i for i, scope in enumerate(LONGEST_UNITS)}
+                order = sorted(self.workqueue, key=lambda scope: rank.get(scope, len(rank)))
+                self.workqueue = OrderedDict((scope, self.workqueue[scope]) for scope in order)
+            super()._assign_work_unit(node)
+
+    return FileScheduling(config, log)
