@@ -26,12 +26,25 @@ PASS = 0.75  # the primary metric's threshold (pass@0.75)
 ZONES = ("greedy-pass", "sampled-only", "never")
 
 
-def _passed(score: float) -> bool:
-    return score >= PASS - 1e-9
+def _passed(row: dict) -> bool:
+    """pass@0.75 as the evaluation counts it (issue 48): the score reaches 0.75 and no essential answer
+    item failed (``answer_failed``, set by ``read_rows`` or written by ``sample``)."""
+    return float(row["score"]) >= PASS - 1e-9 and not row.get("answer_failed", False)
 
 
-def read_rows(path: Path) -> list[dict]:
-    """JSONL rows; a bad or empty file names itself (and the line)."""
+def _answer_failed(rubric: list[dict]) -> bool:
+    """A results.jsonl row's rubric verdicts: an essential answer item graded and not passed."""
+    return any(
+        it.get("essential") and it.get("check") == "answer" and it.get("verdict") not in (None, "pass")
+        for it in rubric
+    )
+
+
+def read_rows(path: Path, legacy_grading: bool = False) -> list[dict]:
+    """JSONL rows (an evaluation's results.jsonl, or scored samples); a bad or empty file names itself
+    (and the line). A row must say whether its answer failed: results rows carry their rubric verdicts,
+    sample rows ``answer_failed``. Rows written before issue 48 carry neither: ``legacy_grading`` reads
+    them by score alone, the old pass@0.75, and nothing else does."""
     rows = []
     for n, line in enumerate(Path(path).read_text().splitlines(), 1):
         if not line.strip():
@@ -41,6 +54,15 @@ def read_rows(path: Path) -> list[dict]:
             row["task_id"], float(row["score"])  # noqa: B018 - both needed
         except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
             raise SystemExit(f"{path}, line {n}: not a result row with task_id and score ({exc})") from exc
+        if "answer_failed" not in row:
+            rubric = row.get("rubric")
+            if isinstance(rubric, list) and rubric and all("check" in it for it in rubric):
+                row["answer_failed"] = _answer_failed(row["rubric"])
+            elif not legacy_grading:
+                raise SystemExit(
+                    f"{path}, line {n}: no answer verdicts (written before issue 48's answer check); "
+                    "--legacy-grading reads such rows by score alone, the old pass@0.75"
+                )
         rows.append(row)
     if not rows:
         raise SystemExit(f"{path}: no rows")
@@ -51,7 +73,7 @@ def reached(samples: Iterable[dict]) -> dict[str, bool]:
     """Per task id: does any of its sampled episodes pass?"""
     found: dict[str, bool] = defaultdict(bool)
     for row in samples:
-        found[row["task_id"]] |= _passed(float(row["score"]))
+        found[row["task_id"]] |= _passed(row)
     return found
 
 
@@ -64,13 +86,13 @@ def zone_table(before: Iterable[dict], after: Iterable[dict], samples: Iterable[
     """Per task kind (``category`` of the results), the tasks in each zone of the warm start, GRPO's greedy
     passes, and its gains and losses per zone. Every task of ``before`` needs samples and an ``after`` row."""
     sampled = reached(samples)
-    after_pass = {r["task_id"]: _passed(float(r["score"])) for r in after}
+    after_pass = {r["task_id"]: _passed(r) for r in after}
     table: dict[str, Counter] = defaultdict(Counter)
     for row in before:
         tid = row["task_id"]
         if tid not in sampled or tid not in after_pass:
             raise SystemExit(f"task {tid}: no sampled episodes or no result after GRPO")
-        greedy = _passed(float(row["score"]))
+        greedy = _passed(row)
         zone = "greedy-pass" if greedy else ("sampled-only" if sampled[tid] else "never")
         for key in _table_keys(row):
             counts = table[key]
@@ -125,11 +147,13 @@ def sample_scores(tasks: list, policy: object, loop: object, n: int) -> list[dic
     trajs = rollout(tasks, policy, loop, n=n)
     rows = []
     for task, traj in zip([t for t in tasks for _ in range(n)], trajs, strict=True):
+        graded = rubric(task, traj)
         rows.append(
             {
                 "task_id": task.id,
                 "category": task.metadata.get("kind"),
-                "score": float(rubric(task, traj).score),
+                "score": float(graded.score),
+                "answer_failed": bool(graded.details.get("answer_failed")),
                 "stop_reason": traj.stop_reason,
                 "first_call_well_formed": first_call_well_formed(traj),
             }
@@ -166,16 +190,25 @@ def main(argv: list[str] | None = None) -> None:
     t.add_argument("after", help="the GRPO adapter's greedy results.jsonl on the same tasks")
     t.add_argument("samples", help="the warm start's sampled episodes (from `sample`)")
     t.add_argument("--after-samples", help="the GRPO adapter's sampled episodes: a second table, reach")
+    t.add_argument(
+        "--legacy-grading",
+        action="store_true",
+        help="read rows written before issue 48 (no answer verdicts) by score alone, the old pass@0.75",
+    )
     args = parser.parse_args(argv)
     if args.command == "sample":
         if __name__ != "__main__":  # vLLM starts its engine in a process that re-imports __main__
             raise SystemExit("run `sample` as python -m bench.gain_zones")
         _sample(args)
     else:
-        before, samples = read_rows(args.before), read_rows(args.samples)
-        print(format_table(zone_table(before, read_rows(args.after), samples)))
+
+        def read(path: str) -> list[dict]:
+            return read_rows(Path(path), legacy_grading=args.legacy_grading)
+
+        before, samples = read(args.before), read(args.samples)
+        print(format_table(zone_table(before, read(args.after), samples)))
         if args.after_samples:
-            reach = reach_table(before, samples, read_rows(args.after_samples))
+            reach = reach_table(before, samples, read(args.after_samples))
             cols = ["tasks", "reached before", "reached after", "newly reached", "no longer reached"]
             print("\nSome sampled episode passes (reach):\n" + format_table(reach, cols))
 

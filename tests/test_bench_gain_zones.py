@@ -11,7 +11,10 @@ from bench.gain_zones import main, reach_table, read_rows, zone_table
 
 
 def rows(pairs):
-    return [{"task_id": tid, "category": kind, "score": score} for tid, kind, score in pairs]
+    return [
+        {"task_id": tid, "category": kind, "score": score, "answer_failed": False}
+        for tid, kind, score in pairs
+    ]
 
 
 BEFORE = rows([("a", "lookup", 1.0), ("b", "lookup", 0.5), ("c", "write", 0.0), ("d", "write", 0.0)])
@@ -41,7 +44,7 @@ def test_missing_samples_and_bad_files_name_themselves(tmp_path):
     with pytest.raises(SystemExit, match="task d: no sampled episodes"):
         zone_table(BEFORE, AFTER, SAMPLES[:-2])
     bad = tmp_path / "r.jsonl"
-    bad.write_text('{"task_id": "a", "score": 1}\n{"task_id": "b"}\n')
+    bad.write_text('{"task_id": "a", "score": 1, "answer_failed": false}\n{"task_id": "b"}\n')
     with pytest.raises(SystemExit, match=r"r.jsonl, line 2: not a result row"):
         read_rows(bad)
     bad.write_text("")
@@ -61,7 +64,7 @@ def test_the_table_command_prints_every_kind_and_the_total_last(tmp_path, capsys
     assert [line.split(" | ")[0] for line in lines[2:]] == ["| lookup", "| write", "| all"]
     assert lines[-1] == "| all | 4 | 1 | 1 | 2 | 1 | 1 | 1 | 2 |"
     after_samples = tmp_path / "after_samples.jsonl"
-    after_samples.write_text(json.dumps({"task_id": "d", "score": 0.9}) + "\n")
+    after_samples.write_text(json.dumps({"task_id": "d", "score": 0.9, "answer_failed": False}) + "\n")
     main(["table", *paths, "--after-samples", str(after_samples)])
     out = capsys.readouterr().out
     assert "Some sampled episode passes (reach):" in out
@@ -78,3 +81,21 @@ def test_reach_counts_the_tasks_some_sample_passes_before_and_after():
         "newly reached": 1,  # d
         "no longer reached": 1,  # a
     }
+
+
+def test_a_failed_answer_item_is_no_pass_and_rows_without_verdicts_need_legacy_grading(tmp_path):
+    """pass@0.75 as the evaluation counts it since issue 48: a full score with a failed answer item (a
+    hedge, a pasted output) is no pass; files written before the answer check are refused unless asked."""
+    item = {"id": "r1", "essential": True, "check": "answer", "passed": False, "verdict": "fail"}
+    result = {"task_id": "a", "category": "lookup", "score": 0.75, "rubric": [item]}
+    path = tmp_path / "results.jsonl"
+    path.write_text(json.dumps(result) + "\n")
+    (row,) = read_rows(path)
+    assert row["answer_failed"] is True
+    sampled = [{**row, "answer_failed": False}]
+    assert zone_table([row], [row], sampled)["all"]["sampled-only"] == 1  # the greedy one failed its answer
+    old = tmp_path / "old.jsonl"
+    old.write_text(json.dumps({"task_id": "a", "score": 1.0}) + "\n")
+    with pytest.raises(SystemExit, match=r"old.jsonl, line 1: no answer verdicts.*--legacy-grading"):
+        read_rows(old)
+    assert "answer_failed" not in read_rows(old, legacy_grading=True)[0]
