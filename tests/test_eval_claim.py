@@ -1,0 +1,126 @@
+"""``toolkit.eval.claim``: issue 49's claim from evaluations, the GRPO seeds' mean against the warm start,
+paired by task, apart for in-template and held-out-template tasks, with the sampled metric and guards."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from toolkit.eval.claim import compute_claim, main, seed_mean_difference, template_group
+from toolkit.eval.metrics import TaskResult
+from toolkit.records import Task
+
+
+def task(tid: str, held_out_template: bool) -> Task:
+    held = ["template"] if held_out_template else ["phrasing"]
+    return Task(id=tid, split="eval", prompt="p", servers=[], tools=[], seed=0, metadata={"held_out": held})
+
+
+def result(tid: str, passed: bool, *, answer_failed: bool = False, calls: int = 1) -> TaskResult:
+    item = {"id": "r1", "essential": True, "check": "answer", "verdict": "fail" if answer_failed else "pass"}
+    return TaskResult(
+        task_id=tid,
+        suite="kit-eval",
+        category="lookup",
+        score=1.0 if passed else 0.0,
+        rubric=[item],
+        n_calls=calls,
+        stop_reason="finish",
+        first_call_well_formed=True,
+    )
+
+
+def test_template_group_reads_the_held_out_dimensions():
+    assert template_group(task("a", True)) == "held_out_templates"
+    assert template_group(task("a", False)) == "in_template"
+
+
+def test_the_seed_mean_is_paired_by_task_and_its_interval_covers_it():
+    before = np.array([0, 0, 1, 1, 0, 0, 0, 0], float)
+    after = np.array([[1, 0, 1, 1, 1, 0, 0, 0], [1, 1, 1, 1, 0, 0, 0, 0]], float)
+    block = seed_mean_difference(before, after, n_boot=500)
+    assert block["diff"] == pytest.approx((2 / 8 + 2 / 8) / 2)
+    assert block["ci_low"] <= block["diff"] <= block["ci_high"]
+    with pytest.raises(ValueError):
+        seed_mean_difference(before, after[:, :3])
+
+
+def build(n: int = 40):
+    """Two test seeds; in-template tasks that GRPO seed 1 and 2 both gain, held-out ones nobody gains."""
+    tasks, greedy, sampled = {}, {}, {}
+    for t in ("test-seed9001", "test-seed9002"):
+        ts = [task(f"e{i}", held_out_template=i % 2 == 1) for i in range(n)]
+        tasks[t] = ts
+        gain = {x.id for x in ts if template_group(x) == "in_template" and int(x.id[1:]) % 4 == 0}
+        greedy[t] = {
+            "warm_start": [result(x.id, False) for x in ts],
+            "grpo-seed1": [result(x.id, x.id in gain) for x in ts],
+            # seed 2 states the value too but also a competing one: graded, it gains nothing
+            "grpo-seed2": [result(x.id, x.id in gain, answer_failed=x.id in gain) for x in ts],
+        }
+        sampled[t] = {
+            adapter: [
+                {"task_id": x.id, "score": float(r.score), "answer_failed": r.rubric[0]["verdict"] != "pass"}
+                for x, r in zip(ts, greedy[t][adapter], strict=True)
+                for _ in range(4)
+            ]
+            for adapter in greedy[t]
+        }
+    return tasks, greedy, sampled
+
+
+def test_the_claim_averages_the_seeds_splits_templates_and_grades_answers():
+    tasks, greedy, sampled = build()
+    claim = compute_claim(tasks, greedy, sampled, n_boot=500)
+    assert claim["grpo_seeds"] == ["1", "2"] and claim["test_seeds"] == ["9001", "9002"]
+    inside = claim["in_template"]["greedy"]
+    # in-template: half the tasks (every 4th of 0..39 is even) gained by seed 1, none by seed 2 (its
+    # answers failed the answer check): the seed mean is 0.25, not seed 1's lucky 0.5
+    assert inside["diff"] == pytest.approx(0.25)
+    assert claim["per_grpo_seed"] == {
+        "1": {"in_template_greedy_diff": 0.5, "held_out_templates_greedy_diff": 0.0, "all_greedy_diff": 0.25},
+        "2": {"in_template_greedy_diff": 0.0, "held_out_templates_greedy_diff": 0.0, "all_greedy_diff": 0.0},
+    }
+    assert set(inside["per_test_seed"]) == {"9001", "9002"}
+    assert claim["held_out_templates"]["greedy"]["diff"] == 0.0
+    assert claim["all"]["greedy"]["diff"] == pytest.approx(0.125)
+    assert claim["in_template"]["sampled"]["k"] == 4
+    assert claim["in_template"]["sampled"]["diff"] == pytest.approx(0.25)
+    assert claim["guards"]["calls_per_task"]["diff"] == 0.0
+    assert claim["criteria"]["in_template_greedy_diff_at_least_0.10"] is True
+    assert claim["criteria"]["in_template_greedy_ci_low_above_0"] is True
+
+
+def test_missing_results_or_samples_without_verdicts_are_errors():
+    tasks, greedy, sampled = build(8)
+    greedy["test-seed9001"]["grpo-seed1"].pop()
+    with pytest.raises(ValueError, match="no result for 1 tasks"):
+        compute_claim(tasks, greedy, sampled)
+    tasks, greedy, sampled = build(8)
+    for row in sampled["test-seed9002"]["warm_start"]:
+        del row["answer_failed"]
+    with pytest.raises(ValueError, match="no answer_failed verdict"):
+        compute_claim(tasks, greedy, sampled)
+
+
+def test_the_command_reads_the_layout_and_writes_strict_json(tmp_path, capsys):
+    tasks, greedy, sampled = build(8)
+    for t in tasks:
+        (tmp_path / "tasks").mkdir(exist_ok=True)
+        (tmp_path / "tasks" / f"{t}.jsonl").write_text(
+            "".join(json.dumps(x.to_dict()) + "\n" for x in tasks[t])
+        )
+        for adapter, results in greedy[t].items():
+            folder = tmp_path / "eval" / t / adapter
+            folder.mkdir(parents=True)
+            (folder / "results.jsonl").write_text("".join(json.dumps(r.to_dict()) + "\n" for r in results))
+            (folder / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in sampled[t][adapter]))
+    out = tmp_path / "claim.json"
+    main([str(tmp_path), "--out", str(out)])
+    claim = json.loads(out.read_text())
+    assert claim["in_template"]["greedy"]["n_seeds"] == 2
+    assert "criteria met:" in capsys.readouterr().out
+    with pytest.raises(SystemExit, match="no test-seed"):
+        main([str(tmp_path / "nowhere"), "--out", str(out)])
