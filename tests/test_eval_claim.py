@@ -15,7 +15,16 @@ from toolkit.records import Task
 
 def task(tid: str, held_out_template: bool) -> Task:
     held = ["template"] if held_out_template else ["phrasing"]
-    return Task(id=tid, split="eval", prompt="p", servers=[], tools=[], seed=0, metadata={"held_out": held})
+    kind = "lookup" if held_out_template else "write"
+    return Task(
+        id=tid,
+        split="eval",
+        prompt="p",
+        servers=[],
+        tools=[],
+        seed=0,
+        metadata={"held_out": held, "kind": kind},
+    )
 
 
 def result(tid: str, passed: bool, *, answer_failed: bool = False, calls: int = 1) -> TaskResult:
@@ -89,6 +98,8 @@ def test_the_claim_averages_the_seeds_splits_templates_and_grades_answers():
     assert claim["in_template"]["sampled"]["k"] == 4
     assert claim["in_template"]["sampled"]["diff"] == pytest.approx(0.25)
     assert claim["guards"]["calls_per_task"]["diff"] == 0.0
+    assert claim["per_kind"]["write"]["greedy"]["diff"] == pytest.approx(0.25)
+    assert claim["per_kind"]["lookup"]["greedy"]["diff"] == 0.0
     assert claim["criteria"]["in_template_greedy_diff_at_least_0.10"] is True
     assert claim["criteria"]["in_template_greedy_ci_low_above_0"] is True
 

@@ -8,7 +8,8 @@ One number can be luck (one training seed) or a loophole (one metric). The claim
 - greedy pass@0.75 and the sampled metric (the mean pass over k episodes per task at the recipe's
   temperature), both graded by the answer check (``toolkit.eval.metrics.task_passed``);
 - apart for tasks of the templates trained on (``in_template``) and of held-out templates
-  (``held_out_templates``: a task whose ``metadata.held_out`` names ``template``), and for all;
+  (``held_out_templates``: a task whose ``metadata.held_out`` names ``template``), and for all; greedy
+  per task kind too (``per_kind``);
 - with guards that a better pass rate must not buy: finish rate, calls per task, well-formed first calls.
 
 The evaluations sit in one folder::
@@ -161,6 +162,15 @@ def compute_claim(
         claim[group] = {"greedy": greedy_block}
         if sampled:
             claim[group]["sampled"] = {"k": k, **block(selected, "sampled")}
+    kind_of = {
+        (t, task.id): str((task.metadata or {}).get("kind") or "unknown")
+        for t in test_seeds
+        for task in tasks[t]
+    }
+    claim["per_kind"] = {
+        kind: {"greedy": block([key for key in keys if kind_of[key] == kind], "pass")}
+        for kind in sorted(set(kind_of.values()))
+    }
     claim["guards"] = {guard: block(keys, guard) for guard in GUARDS}
     claim["per_grpo_seed"] = {}
     for adapter in grpo:
