@@ -90,6 +90,7 @@ def test_shipped_adapters_are_bf16_copies_that_give_the_source_logits(run, tmp_p
     assert record["comparison"]["test-seed2026"]["n_tasks"] == 200
     assert f"--ship {dest}" in record["commands"]["ship"]
     assert f"--recipe {dest}/recipe.json" in record["commands"]["reproduce"]
+    assert f"--recipe {dest}/recipe.json" in record["commands"]["evaluate"]
     assert set(record["logit_check"]) == {"warm_start", "grpo"}
 
     shipped = ship.load_shipped(dest)

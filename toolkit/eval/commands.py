@@ -22,6 +22,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--policy", required=True, help="'gold' (replays gold trajectories) or a model name / HF id"
     )
     p.add_argument("--adapter", default=None, help="LoRA adapter folder to load on top of the model")
+    p.add_argument(
+        "--recipe",
+        default=None,
+        help="a recipe name or file (a run's recipe.json): evaluate with its agent loop, as `train "
+        "--evaluate` does (its rollout settings plus eval.rollout, greedy); the flags below override it",
+    )
     p.add_argument("--suite", required=True, choices=sorted(SUITES))
     p.add_argument("--out", required=True, help="output folder")
     p.add_argument("--limit", type=positive_int, default=None, help="only the first N tasks (smoke runs)")
@@ -91,7 +97,8 @@ def _eval(args: argparse.Namespace) -> int:
     if args.adapter:
         check_adapter(args.adapter, args.policy)  # before the model loads or --out is made
 
-    loop = {
+    loop = recipe_loop(args.recipe) if args.recipe else {}
+    loop |= {
         k: v
         for k, v in {
             "max_turns": args.max_turns,
@@ -121,6 +128,19 @@ def _eval(args: argparse.Namespace) -> int:
         for name, m in metrics.items():
             print(f"  {name:32s} {m['value']:8.3f}  [{m['ci_low']:.3f}, {m['ci_high']:.3f}]")
     return 0
+
+
+def recipe_loop(recipe: str) -> dict:
+    """The agent-loop settings ``train --evaluate`` uses for ``recipe`` (the pipeline's own function), as
+    ``run_eval``'s loop_config; without the seed, which --seed sets."""
+    from dataclasses import asdict
+
+    from toolkit.train.config import load_recipe
+    from toolkit.train.pipeline import eval_loop_config
+
+    loop = asdict(eval_loop_config(load_recipe(recipe)))
+    loop.pop("seed")
+    return loop
 
 
 def _compare(args: argparse.Namespace) -> int:

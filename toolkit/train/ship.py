@@ -210,9 +210,10 @@ def ship_adapters(run: str | Path, dest: str | Path) -> Path:
                 # the recipe as run, in a new folder (the run's own command line is not recorded)
                 "reproduce": f"mcp-rl train --recipe {dest}/recipe.json --out RUN --evaluate --test --curve",
                 "ship": f"mcp-rl train --out {run} --ship {dest}",
+                # with the recipe's loop, so it prompts and decodes as the run's own evaluation did
                 "evaluate": (
-                    f"mcp-rl eval --policy {model} --adapter {dest}/grpo --suite kit-eval "
-                    "--tasks TASKS.jsonl --out OUT"
+                    f"mcp-rl eval --policy {model} --adapter {dest}/grpo --recipe {dest}/recipe.json "
+                    "--suite kit-eval --tasks TASKS.jsonl --out OUT"
                 ),
             },
         }
