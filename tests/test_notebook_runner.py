@@ -3,6 +3,7 @@ is reported with the notebook and the cell named."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import nbformat
@@ -62,3 +63,39 @@ def test_a_relative_out_folder_holds_the_artifacts_too(tmp_path, monkeypatch):
     notebooks.run_notebook(src / "01_ok.ipynb", Path("build"), smoke=True)
     assert (tmp_path / "build" / "01_ok" / "made.txt").exists()
     assert not (src / "build").exists()
+
+
+@pytest.mark.integration
+def test_notebooks_run_passes_params_to_the_notebook(tmp_path, monkeypatch):
+    """Before: `mcp-rl notebooks run` had no --param (argparse exit 2), so a budget could only be changed
+    by editing the notebook or calling papermill by hand."""
+    from toolkit.cli import main
+
+    src = tmp_path / "src"
+    src.mkdir()
+    _write(src / "01_p.ipynb", ["import json\nfrom pathlib import Path\nPath(OUT_DIR, 'p.json').write_text("
+                                "json.dumps([STEPS, RATE, NAME, FLAG]))"])  # fmt: skip
+    monkeypatch.setattr(notebooks, "NOTEBOOKS_DIR", src)
+    argv = ["notebooks", "run", "--smoke", "--out", str(tmp_path / "build")]
+    params = ["--param", "STEPS=3", "--param", "RATE=0.5", "--param", "NAME=abc", "--param", "FLAG=true"]
+    assert main([*argv, *params]) == 0
+    assert json.loads((tmp_path / "build" / "01_p" / "p.json").read_text()) == [3, 0.5, "abc", True]
+
+
+@pytest.mark.parametrize(
+    ("bad", "why"),
+    [
+        ("STEPS", "expected NAME=VALUE"),
+        ("2X=1", "expected NAME=VALUE"),
+        ("SMOKE=false", "SMOKE is set by --smoke"),
+        ("OUT_DIR=x", "OUT_DIR is set by --out"),
+        ("L=[1,", "not a YAML value"),
+    ],
+)
+def test_a_bad_param_is_refused_before_any_notebook_runs(bad, why, capsys):
+    from toolkit.cli import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["notebooks", "run", "--param", bad])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and "--param" in err and why in err

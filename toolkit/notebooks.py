@@ -4,7 +4,7 @@ publish the executed copies of a full run as the committed docs/notebooks/.
 The notebooks' sources are jupytext percent scripts (``notebooks/NN_name.py``) paired with the
 ``.ipynb`` files. Executed copies go to build/notebooks/, never over the sources. Parameters are
 injected into the cell tagged ``parameters``: ``SMOKE`` (tiny budgets for CI) and ``OUT_DIR`` (where a
-notebook writes its artifacts). A cell error stops the run and names the notebook and the cell.
+notebook writes its artifacts), plus any ``--param NAME=VALUE``. A cell error stops the run and names the notebook and the cell.
 
 Each notebook opens with the same two cells (``header_cells``): an "Open in Colab" link plus a link to
 its executed copy, and an install cell that acts only in Colab (``toolkit.colab``). The repository URL they use is
@@ -131,15 +131,21 @@ def _failed_cell(executed: Path, exec_count: int) -> tuple[int | str, str]:
     return f"with execution count {exec_count}", ""
 
 
-def run_all(*, smoke: bool, only: list[str] | None = None, out_dir: Path | None = None) -> list[NotebookRun]:
+def run_all(
+    *,
+    smoke: bool,
+    only: list[str] | None = None,
+    out_dir: Path | None = None,
+    params: dict[str, Any] | None = None,
+) -> list[NotebookRun]:
     out_dir = out_dir or BUILD_DIR / ("notebooks-smoke" if smoke else "notebooks")
-    notebooks = find_notebooks(only=only)
+    notebooks = find_notebooks(NOTEBOOKS_DIR, only=only)
     if not notebooks:
         raise NotebookError(f"no notebooks matching {only or 'NN_*.ipynb'} in {NOTEBOOKS_DIR}")
     runs = []
     for path in notebooks:
         print(f"[notebooks] running {path.name} ({'smoke' if smoke else 'full'}) ...", flush=True)
-        run = run_notebook(path, out_dir, smoke=smoke)
+        run = run_notebook(path, out_dir, smoke=smoke, extra=params)
         print(f"[notebooks] {path.name} done in {run.seconds:.1f} s -> {run.output}", flush=True)
         runs.append(run)
     return runs
@@ -215,9 +221,31 @@ def _cmd_publish(args: argparse.Namespace) -> int:
     return 0
 
 
+def notebook_param(text: str) -> tuple[str, Any]:
+    """``NAME=VALUE`` -> ``(NAME, VALUE)``, the value read as YAML as papermill's ``-y`` reads it (``3`` an int,
+    ``0.5`` a float, ``true`` a bool, ``null`` None, ``[a, b]`` a list, anything else a string)."""
+    import yaml
+
+    name, sep, value = text.partition("=")
+    name = name.strip()
+    if not sep or not name.isidentifier():
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE with NAME a Python name, got {text!r}")
+    if name in ("SMOKE", "OUT_DIR"):  # one way to set each: the runner's own flags
+        raise argparse.ArgumentTypeError(f"{name} is set by --{'smoke' if name == 'SMOKE' else 'out'}")
+    try:
+        return name, yaml.safe_load(value)
+    except yaml.YAMLError as exc:  # e.g. an unclosed bracket: quote a string that looks like YAML
+        raise argparse.ArgumentTypeError(f"{name}: {value!r} is not a YAML value ({exc.problem})") from None
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
     try:
-        run_all(smoke=args.smoke, only=args.only, out_dir=Path(args.out) if args.out else None)
+        run_all(
+            smoke=args.smoke,
+            only=args.only,
+            out_dir=Path(args.out) if args.out else None,
+            params=dict(args.param),
+        )
     except NotebookError as exc:
         print(f"mcp-rl notebooks run: {exc}", file=sys.stderr)
         return 1
@@ -231,6 +259,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--smoke", action="store_true", help="tiny budgets (CI): injects SMOKE=True")
     run.add_argument("--only", nargs="+", metavar="NN", help="run only notebooks starting with these")
     run.add_argument("--out", help="folder for executed copies (default build/notebooks[-smoke])")
+    run.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        type=notebook_param,
+        metavar="NAME=VALUE",
+        help="set a variable of the notebooks' parameters cell, e.g. --param MAX_STEPS=5 (repeatable; "
+        "the value read as YAML: 5 an int, true a bool, null None, else a string)",
+    )
     run.set_defaults(func=_cmd_run)
     pub = nb_sub.add_parser("publish", help="copy a full run's executed notebooks to docs/notebooks/")
     pub.add_argument("executed", help="folder of executed notebooks (e.g. build/notebooks)")
