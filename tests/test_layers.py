@@ -1,5 +1,5 @@
 """The import graph points down the stack: envs <- synth <- rewards <- agent <- train/eval <- cli/notebooks,
-with the base modules (records, paths, models, aio, toolbox, colab, argtypes) below all, and no module imports itself back
+with the base modules (records, paths, models, aio, toolbox, colab, argtypes, reaper) below all, and no module imports itself back
 through a circle. Every import counts, also the ones inside functions (they are how the kit keeps
 `mcp-rl --help` fast, not a way around the layers)."""
 
@@ -9,7 +9,7 @@ import ast
 
 from toolkit.paths import PACKAGE_DIR
 
-BASE = {"__init__", "records", "paths", "models", "aio", "toolbox", "colab", "checks", "argtypes"}
+BASE = {"__init__", "records", "paths", "models", "aio", "toolbox", "colab", "checks", "argtypes", "reaper"}
 LAYER = {"envs": 1, "synth": 2, "rewards": 3, "agent": 4, "train": 5, "eval": 5, "cli": 6, "notebooks": 6}
 # No circle is allowed (the last one, train/pipeline.py <-> unsloth_backend.py, went with the one pipeline).
 KNOWN_CIRCLES: set[frozenset[str]] = set()

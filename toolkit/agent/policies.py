@@ -26,6 +26,7 @@ from typing import Any, Literal, Protocol
 
 from toolkit.agent.chat import clean_text
 from toolkit.agent.parsing import format_call
+from toolkit.reaper import watch
 from toolkit.records import FINISH_TOOL, Task
 from toolkit.rewards.perturb import gold_answer
 
@@ -301,6 +302,7 @@ class VLLMPolicy:
 
             model, kit_tokenizer = resolve_vllm_model(llm)
             tokenizer = tokenizer if tokenizer is not None else kit_tokenizer
+            watch()  # the engine's processes die with this one
             llm = LLM(**vllm_engine_kwargs(model, **llm_kwargs))
         mode = engine_logprobs_mode(llm)
         if mode is not None and mode != VLLM_LOGPROBS_MODE:

@@ -36,6 +36,8 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED
 
+from toolkit.reaper import watch
+
 
 @cache
 def _devnull() -> TextIO:
@@ -90,7 +92,8 @@ class ExternalServer:
         if self.url is not None:
             return Client(self.url, cache=None, read_timeout_seconds=timeout)
         self.check()
-        params = StdioServerParameters(command=self.command[0], args=self.command[1:], env=self.env or None,
+        # the run's marker: the SDK passes on only a few variables, and the watchdog finds the process by it
+        params = StdioServerParameters(command=self.command[0], args=self.command[1:], env=self.env | watch(),
                                        cwd=self.cwd)  # fmt: skip
         errlog: TextIO = sys.stderr if self.show_stderr else _devnull()
         return Client(stdio_client(params, errlog=errlog), cache=None, read_timeout_seconds=timeout)

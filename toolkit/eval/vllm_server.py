@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from toolkit.reaper import watch
+
 # vLLM registers /v1/load_lora_adapter and /v1/unload_lora_adapter only with this set
 # (vllm/entrypoints/serve/lora/api_router.py)
 RUNTIME_LORA_ENV = "VLLM_ALLOW_RUNTIME_LORA_UPDATING"
@@ -127,6 +129,7 @@ def served_vllm(
         runtime_lora=runtime_lora,
         extra=extra,
     )
+    watch()  # the server (in a session of its own) and its engine die with this process
     env = {**os.environ, RUNTIME_LORA_ENV: "True"} if runtime_lora else None
     log_path = workdir / "server.log"
     with open(log_path, "w") as log:

@@ -65,6 +65,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from toolkit.reaper import watch
 from toolkit.train.adapters import AdapterMismatch, load_weights_strict
 from toolkit.train.config import Recipe
 
@@ -306,6 +307,7 @@ class UnslothBackend:
             )
             _log(f"gpu backend: generation by {how}")
             kwargs = unsloth_load_kwargs(self.recipe, fast_inference=self.fast_inference)
+            watch()  # Unsloth's vLLM engine (fast_inference) dies with this process
             model, tokenizer = flm.from_pretrained(**kwargs)
             self.model = flm.get_peft_model(model, **unsloth_lora_kwargs(self.recipe))
             self.tokenizer = prepare_tokenizer(tokenizer)

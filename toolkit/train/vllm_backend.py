@@ -23,6 +23,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from toolkit.reaper import watch
 from toolkit.train.backends import TransformersBackend
 from toolkit.train.config import Recipe
 
@@ -52,6 +53,7 @@ def start_engine(model: str, *, max_lora_rank: int = 16, **overrides: Any) -> tu
         "enable_prefix_caching": True,
         **overrides,
     }
+    watch()  # the engine's processes die with this one
     return LLM(**vllm_engine_kwargs(path, **kwargs)), tokenizer
 
 
