@@ -71,3 +71,22 @@ def test_readme_is_a_front_page():
     """Issue 35: the README stays a page a newcomer reads in minutes; logs and tables live under docs/."""
     size = len((REPO_ROOT / "README.md").read_bytes())
     assert size <= 12 * 1024, f"README.md is {size} bytes (at most 12 KB): move detail to a page under docs/"
+
+
+NOTEBOOKS = sorted((REPO_ROOT / "notebooks").glob("*.ipynb")) + sorted(
+    (REPO_ROOT / "docs/notebooks").glob("*.ipynb")
+)
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[str(p.relative_to(REPO_ROOT)) for p in NOTEBOOKS])
+def test_every_relative_link_in_a_notebook_resolves(notebook):
+    """Before: the executed copies in docs/notebooks/ kept the source's "executed copy" link,
+    ../docs/notebooks/NAME.ipynb, which from there names docs/docs/notebooks/ (issue 51)."""
+    import nbformat
+
+    cells = nbformat.read(str(notebook), as_version=4).cells
+    text = "\n\n".join(c.source for c in cells if c.cell_type == "markdown")
+    relative = [t for t in links(text) if not re.match(r"[a-z][a-z0-9+.-]*:", t)]
+    assert relative, "a notebook's header links to its other copy"
+    broken = [t for t in relative if not (notebook.parent / t.partition("#")[0]).resolve().exists()]
+    assert broken == [], f"{notebook.relative_to(REPO_ROOT)}: broken links"

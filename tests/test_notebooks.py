@@ -114,6 +114,18 @@ def test_publish_refuses_smoke_runs_and_errors(tmp_path):
     assert notebooks.publish(executed("full", smoke=False), dest) == [dest / "01_a.ipynb"]
 
 
+def test_a_published_copy_links_back_to_its_source(tmp_path):
+    """The source's header links to docs/notebooks/NAME.ipynb; the copy there links to the source."""
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell(notebooks.header_cells("01_a")[0])]
+    nb.metadata["papermill"] = {"parameters": {"SMOKE": False, "OUT_DIR": "x"}}
+    (tmp_path / "run").mkdir()
+    nbformat.write(nb, str(tmp_path / "run" / "01_a.ipynb"))
+    [copy] = notebooks.publish(tmp_path / "run", tmp_path / "docs" / "notebooks")
+    header = nbformat.read(str(copy), as_version=4).cells[0].source
+    assert "(../../notebooks/01_a.ipynb)" in header and "../docs/notebooks" not in header
+
+
 def test_published_copies_drop_stderr_and_the_repository_path(tmp_path):
     nb = nbformat.v4.new_notebook()
     cell = nbformat.v4.new_code_cell("run()")

@@ -40,7 +40,7 @@ def header_cells(name: str) -> tuple[str, str]:
     links = (
         f"[![Open in Colab](https://colab.research.google.com/assets/colab-badge.svg)]"
         f"(https://colab.research.google.com/github/{repo_path}/blob/main/notebooks/{name}.ipynb) "
-        f"· [executed copy with outputs](../docs/notebooks/{name}.ipynb) (from `make docs-notebooks`)"
+        f"· {executed_copy_link(name)}"
     )
     install = f"""# Colab only: fetch the kit and install it for this runtime (toolkit/colab.py decides what, by GPU,
 # driver and Python). If it restarts the runtime (a library Colab had imported changed), run this cell
@@ -61,6 +61,16 @@ if "google.colab" in sys.modules:
     setup_runtime("{COLAB_DIR}")
     os.chdir("{COLAB_DIR}/notebooks")"""
     return links, install
+
+
+def executed_copy_link(name: str) -> str:
+    """The header's link from the source notebook (notebooks/) to its executed copy (docs/notebooks/)."""
+    return f"[executed copy with outputs](../docs/notebooks/{name}.ipynb) (from `make docs-notebooks`)"
+
+
+def source_link(name: str) -> str:
+    """What the executed copy shows instead: the link above, relative to notebooks/, led nowhere there."""
+    return f"[source notebook](../../notebooks/{name}.ipynb) (this is its executed copy, from `make docs-notebooks`)"
 
 
 class NotebookError(RuntimeError):
@@ -187,6 +197,7 @@ def publish(executed_dir: Path, dest: Path = DOCS_NOTEBOOKS) -> list[Path]:
     for path in found:
         target = dest / path.name
         text = nbformat.writes(for_readers(nbformat.read(str(path), as_version=4)))
+        text = text.replace(executed_copy_link(path.stem), source_link(path.stem))
         # paths in displays and papermill's metadata too: relative to the repository
         target.write_text(text.replace(str(REPO_ROOT).rstrip("/") + "/", ""), encoding="utf-8")
         written.append(target)
