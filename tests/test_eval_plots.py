@@ -208,3 +208,14 @@ def test_bfcl_overall_over_several_suites(tmp_path):
     assert (zeros["right"], zeros["n"]) == (0, 2)
     assert zeros["bootstrap_high"] == 0.0  # every task failed: the bootstrap says [0, 0]
     assert zeros["exact_high"] == pytest.approx(1 - 0.025**0.5)  # the exact interval does not
+
+
+def test_a_bound_written_as_null_reads_back_as_nan(tmp_path):
+    """Strict JSON writes an undefined bound (NaN) as null; the figures read it back as NaN, not None."""
+    folder = write_run(tmp_path / "before", "base", [0.0, 1.0, 0.5], 1.0)
+    summary = json.loads((folder / "results.json").read_text())
+    summary["aggregate"]["metrics"]["coverage"].update(ci_low=None, ci_high=None)
+    (folder / "results.json").write_text(json.dumps(summary))
+    run = plots.load_run(folder)
+    assert np.isnan(run.metric("coverage")["ci_low"]) and run.metric("nosuch") is None
+    assert plots.plot_before_after([run, run], tmp_path / "fig")

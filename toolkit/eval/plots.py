@@ -56,7 +56,11 @@ class Run:
     path: Path | None = None
 
     def metric(self, name: str) -> dict[str, float] | None:
-        return self.aggregate.get("metrics", {}).get(name)
+        """One metric's estimate; a bound JSON could not hold (NaN, written as null) reads back as NaN."""
+        est = self.aggregate.get("metrics", {}).get(name)
+        if est is None:
+            return None
+        return {k: (np.nan if v is None else v) for k, v in est.items()}
 
 
 def load_run(path: str | Path, label: str | None = None) -> Run:
