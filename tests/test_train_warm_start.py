@@ -140,7 +140,10 @@ def test_gold_policy_with_a_tokenizer_returns_the_turn_as_ids(tok):
 def test_a_schedule_whose_first_step_runs_at_learning_rate_zero_is_named():
     from trl import GRPOConfig, SFTConfig
 
-    recipe = cfg.load_recipe("cpu-demo")  # constant_with_warmup, warmup_steps 2: runs 13-18
+    warm = {"lr_scheduler_type": "constant_with_warmup", "warmup_steps": 2}  # cpu-demo's in runs 1-18
+    recipe = cfg.with_overrides(
+        cfg.load_recipe("cpu-demo"), {f"{s}.{k}": v for s in ("sft", "grpo") for k, v in warm.items()}
+    )
     assert cfg.first_step_learning_rate(recipe.sft, SFTConfig) == 0.0
     assert cfg.first_step_learning_rate(recipe.grpo, GRPOConfig) == 0.0
     warnings = cfg.schedule_warnings(recipe)
