@@ -1,8 +1,13 @@
-"""Trainer callbacks the kit adds to TRL's trainers: a JSONL metrics file and a LoRA reference refresh.
+"""Trainer callbacks the kit adds to TRL's trainers: a JSONL metrics file, one line per step on stdout
+and a LoRA reference refresh.
 
 - ``MetricsJsonlCallback`` writes every log line (loss, reward mean/std, zero-variance share, KL,
   completion length, clipped ratio, the loop's tool metrics) to ``<run dir>/metrics.jsonl``: one JSON
   object per step with a ``"step"`` key, appended so a resumed run continues the same file.
+- ``StepLines`` prints one compact line per logged step (GRPO: reward mean and spread, the share of
+  episodes answered right, tool calls per episode, KL, the clipped share, seconds per step; SFT: loss,
+  learning rate, seconds per step) in place of the transformers printer's raw dict of ~60 keys
+  (``use_step_lines``); the full dict still goes to ``metrics.jsonl`` and ``report_to``.
 - ``PeftRefSyncCallback`` refreshes the reference model every N steps when training a LoRA adapter.
   TRL's own ``sync_ref_model`` needs a separate full reference model and refuses PEFT models; with
   PEFT, TRL keeps the reference as a frozen adapter named ``"ref"`` (a copy of the starting adapter),
@@ -66,6 +71,85 @@ class MetricsJsonlCallback(TrainerCallback):
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self.path.open("a", encoding="utf-8") as fh:
             fh.write(dumps(record, sort_keys=True) + "\n")
+
+
+def _number(logs: dict[str, Any], key: str, fmt: str) -> str:
+    value = _plain(logs.get(key))
+    return format(value, fmt) if isinstance(value, (int, float)) else "-"
+
+
+def _duration(seconds: float) -> str:
+    minutes, secs = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{secs:02d}s"
+
+
+def _millions(n: int) -> str:
+    return f"{n / 1e6:.2f}M" if n < 1e9 else f"{n / 1e9:.2f}B"
+
+
+class StepLines(TrainerCallback):
+    """One line per ``on_log``: ``grpo step 3/26 | reward 0.600 ± 0.324 | answered right 0.41 | ...``."""
+
+    def __init__(self, phase: str, print_fn: Any = print):
+        self.phase = phase
+        self.print = print_fn
+        self.start = self.last = (time.time(), 0)
+
+    def _say(self, state: Any, line: str) -> None:
+        if state.is_world_process_zero:
+            self.print(line, flush=True)
+
+    def on_train_begin(self, args, state, control, model=None, **kwargs):  # noqa: D102
+        self.start = self.last = (time.time(), state.global_step)
+        if model is None:
+            return
+        params = list(model.parameters())
+        total = sum(p.numel() for p in params)
+        trainable = sum(p.numel() for p in params if p.requires_grad)
+        self._say(
+            state,
+            f"{self.phase}: steps {state.global_step + 1}-{state.max_steps}; trainable parameters "
+            f"{_millions(trainable)} of {_millions(total)} ({100 * trainable / max(total, 1):.2f}%)",
+        )
+
+    def on_log(self, args, state, control, logs=None, **kwargs):  # noqa: D102
+        if not logs:
+            return
+        now, step = time.time(), state.global_step
+        if "train_runtime" in logs:  # the trainer's closing summary
+            done = step - self.start[1]
+            self._say(state, f"{self.phase} done: {done} steps in {_duration(now - self.start[0])}")
+            return
+        per_step = (now - self.last[0]) / max(step - self.last[1], 1)
+        average = (now - self.start[0]) / max(step - self.start[1], 1)
+        self.last = (now, step)
+        if self.phase == "grpo":
+            fields = [
+                f"reward {_number(logs, 'reward', '.3f')} ± {_number(logs, 'reward_std', '.3f')}",
+                f"answered right {_number(logs, 'episodes/answer_correct', '.2f')}",
+                f"calls/episode {_number(logs, 'episodes/tool_calls_mean', '.2f')}",
+                f"kl {_number(logs, 'kl', '.4f')}",  # no key with beta 0: no reference model
+                f"clipped {_number(logs, 'clip_ratio/region_mean', '.3f')}",
+            ]
+        else:
+            fields = [f"loss {_number(logs, 'loss', '.4f')}", f"lr {_number(logs, 'learning_rate', '.1e')}"]
+        left = _duration(average * max(state.max_steps - step, 0))
+        fields.append(f"{per_step:.1f} s/step, {left} left")
+        self._say(state, f"{self.phase} step {step}/{state.max_steps} | " + " | ".join(fields))
+
+
+def use_step_lines(trainer: Any, phase: str) -> StepLines:
+    """Replace the trainer's printer of raw log dicts (a tqdm bar with the dict, the plain printer, or the
+    notebook table) with ``StepLines``."""
+    from transformers.trainer_callback import PrinterCallback, ProgressCallback
+    from transformers.utils.notebook import NotebookProgressCallback
+
+    for printer in (PrinterCallback, ProgressCallback, NotebookProgressCallback):
+        trainer.remove_callback(printer)
+    lines = StepLines(phase)
+    trainer.add_callback(lines)
+    return lines
 
 
 def copy_adapter_weights(model: Any, source: str = "default", target: str = "ref", alpha: float = 1.0) -> int:

@@ -21,7 +21,6 @@ import argparse
 from pathlib import Path
 
 from toolkit.argtypes import positive_int
-from toolkit.records import dumps
 
 DEFAULT_RECIPE = "cpu-demo"
 
@@ -85,6 +84,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--set", action="append", default=[], metavar="KEY=VALUE", help="recipe override, e.g. grpo.beta=0.01"
+    )
+    p.add_argument(
+        "--verbose",
+        action="store_true",
+        help="show the libraries' logs and warnings (vLLM, transformers, TRL, torch); also $MCP_RL_VERBOSE=1",
     )
     p.add_argument("--list", action="store_true", help="list the shipped recipes and exit")
     p.add_argument(
@@ -161,13 +165,16 @@ def handle(args: argparse.Namespace) -> int:
         overrides.pop("sft.max_steps", None)
     recipe = with_overrides(recipe, overrides, unset=unset)
 
+    from toolkit.train.quiet import quiet_libraries
+
+    quiet_libraries(args.verbose or None)  # before vLLM, TRL or transformers are imported
     from toolkit.train.pipeline import check_task_file, run_recipe, set_threads
 
     # named by their flags here; run_recipe checks the recipe's own files the same way
     check_task_file(args.tasks and recipe.tasks, "--tasks")
     check_task_file(args.eval_tasks and recipe.eval_tasks, "--eval-tasks")
     set_threads(args.threads)
-    summary = run_recipe(
+    run_recipe(  # its closing lines say where the adapter and summary.json are, and what to run next
         recipe,
         args.out,
         resume=args.resume,
@@ -179,12 +186,5 @@ def handle(args: argparse.Namespace) -> int:
         report_to=args.report_to,
         vllm_url=args.vllm_url,
         allow_recipe_change=args.allow_recipe_change,
-    )
-    print(
-        dumps(
-            {k: v for k, v in summary.items() if k not in ("comparison", "test", "curve")},
-            indent=1,
-            sort_keys=True,
-        )
     )
     return 0

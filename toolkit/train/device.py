@@ -116,3 +116,64 @@ def describe(info: DeviceInfo | None = None) -> str:
     if info.cuda:
         return f"cpu backend on {info.gpu_name} (transformers + PEFT; missing {', '.join(info.missing_gpu_packages)})"
     return "cpu: transformers + PEFT (no CUDA GPU)"
+
+
+# ---- the start banner ----------------------------------------------------------------------------------
+
+# /proc/cpuinfo flag -> name, for the instructions that decide the CPU path's speed (bf16-if-native)
+ISA_FLAGS = (("avx2", "AVX2"), ("avx512f", "AVX512"), ("avx512_bf16", "AVX512-BF16"), ("amx_tile", "AMX"))
+
+
+def _read(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return fh.read()
+    except OSError:
+        return ""
+
+
+def cpu_line(cpuinfo: str | None = None, meminfo: str | None = None, cores: int | None = None) -> str:
+    """``Intel(R) Xeon(R) ... , 2 cores, AVX2 AVX512 AVX512-BF16 AMX, 15.6 GiB memory`` from
+    ``/proc/cpuinfo`` and ``/proc/meminfo`` (the texts can be passed in)."""
+    cpuinfo = _read("/proc/cpuinfo") if cpuinfo is None else cpuinfo
+    meminfo = _read("/proc/meminfo") if meminfo is None else meminfo
+    fields: dict[str, str] = {}
+    for line in cpuinfo.splitlines():  # the first processor's block is enough
+        key, sep, value = line.partition(":")
+        if sep:
+            fields.setdefault(key.strip(), value.strip())
+    flags = set(fields.get("flags", "").split())
+    isa = " ".join(name for flag, name in ISA_FLAGS if flag in flags) or "no AVX2"
+    parts = [fields.get("model name", "unknown CPU"), f"{cores or os.cpu_count() or 1} cores", isa]
+    for line in meminfo.splitlines():
+        if line.startswith("MemTotal:"):
+            parts.append(f"{int(line.split()[1]) / 2**20:.1f} GiB memory")
+    return ", ".join(parts)
+
+
+def machine_line(info: DeviceInfo | None = None) -> str:
+    """The GPU and its memory where torch sees one, else the CPU, its instructions and memory."""
+    info = info or probe()
+    if not info.cuda:
+        return cpu_line()
+    import torch
+
+    memory = torch.cuda.get_device_properties(0).total_memory / 2**30
+    return f"{info.gpu_name} ({memory:.0f} GiB), {torch.cuda.device_count()} GPU(s)"
+
+
+def backend_words(name: str, info: DeviceInfo | None = None, url: str | None = None) -> str:
+    """What generates the episodes and what trains, in plain words, for a backend name."""
+    info = info or probe()
+    where = "the GPU" if info.cuda else "the CPU"
+    update = f"update: transformers + PEFT on {where}"
+    if name == "gpu":
+        engine = "Unsloth's generate" if "vllm" in info.missing_gpu_packages else "vLLM inside Unsloth"
+        return f"generation: {engine} on the GPU; update: Unsloth + PEFT on the GPU"
+    if name == "vllm":
+        build = "CUDA build" if info.cuda else "CPU build"
+        return f"generation: vLLM ({build}), the adapter reloaded after every step; {update}"
+    if name == "vllm-server":
+        url = url or os.environ.get("MCP_RL_VLLM_URL", "$MCP_RL_VLLM_URL")
+        return f"generation: the vLLM server at {url}; {update}"
+    return f"generation: transformers on {where}; {update}"

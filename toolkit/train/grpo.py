@@ -88,7 +88,7 @@ def build_grpo_trainer(
     ``sampling``: the recipe's ``grpo_sampling`` section (``toolkit.train.batching.SamplingConfig`` or its
     dict): the order tasks are drawn in and dynamic sampling, seeded by ``grpo_config.seed``."""
     from toolkit.train.batching import SamplingConfig, task_order_and_refill
-    from toolkit.train.callbacks import PeftRefSyncCallback
+    from toolkit.train.callbacks import PeftRefSyncCallback, use_step_lines
     from toolkit.train.rollout import kit_grpo_trainer_class, make_rollout_func, transformers_policy
     from toolkit.train.trl_compat import install_logprob_fallback
 
@@ -115,6 +115,7 @@ def build_grpo_trainer(
         rollout_func=rollout_func,
         callbacks=callbacks,
     )
+    use_step_lines(trainer, "grpo")  # one line per step, not TRL's raw dict of ~60 metrics
     if sampler_correction is None:
         sampler_correction = bool(getattr(policy_factory, "samples_off_policy", False))
     if sampler_correction:

@@ -28,6 +28,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import shlex
 import time
 from pathlib import Path
 from typing import Any
@@ -476,7 +477,7 @@ def run_recipe(
     ``recipe_changes``)."""
     from toolkit.models import check_model_name
     from toolkit.train.config import check_recipe_types, schedule_warnings
-    from toolkit.train.device import describe
+    from toolkit.train.device import backend_words, machine_line, probe
 
     out = Path(out_dir)
     if is_main_process():
@@ -498,7 +499,10 @@ def run_recipe(
         from toolkit.models import resolve_dtype_name
 
         dtype = resolve_dtype_name(recipe.dtype) or "fp32"
-        _log(f"recipe {recipe.name}: model {recipe.model}, dtype {dtype}, backend {chosen} ({describe()})")
+        info = probe()
+        _log(f"recipe {recipe.name}: model {recipe.model}, dtype {dtype}, backend {chosen}")
+        _log(f"machine: {machine_line(info)}")
+        _log(backend_words(chosen, info, vllm_url))
         options = {"url": vllm_url} if chosen == "vllm-server" else {}
         backend = make_backend(chosen, recipe, **options)
     if is_main_process():
@@ -689,7 +693,31 @@ def run_stages(
     summary["timings_s"] = {k: round(v, 1) for k, v in timings.items()}
     if is_main_process():
         (out / "summary.json").write_text(dumps(summary, indent=1, sort_keys=True) + "\n")
+        for line in closing_lines(recipe, out, eval_file, evaluate):
+            _log(line)
     return summary
+
+
+def closing_lines(recipe: Recipe, out: Path, eval_file: str | Path | None, evaluated: bool) -> list[str]:
+    """Where the run's adapter and records are, and the command that evaluates the adapter on its own
+    (``mcp-rl eval`` with the run's recipe, so it prompts and decodes as the run's evaluation does)."""
+    where = f"adapter: {out / 'adapter'}"
+    if recipe.sft is not None:
+        where += f" (warm start: {out / 'sft' / 'adapter'})"
+    records = f"metrics: {out / 'metrics.jsonl'}; summary: {out / 'summary.json'}"
+    if evaluated:
+        records += f"; held-out results: {out / 'eval'}"
+    q = shlex.quote
+    if eval_file and str(eval_file).startswith(BFCL_PREFIX):  # multi_turn_long_context: bfcl-long-context
+        category = str(eval_file)[len(BFCL_PREFIX) :].removeprefix("multi_turn_")
+        suite = f"--suite bfcl-{category.replace('_', '-')}"
+    else:
+        suite = "--suite kit-eval" + (f" --tasks {q(str(eval_file))}" if eval_file else "")
+    command = (
+        f"mcp-rl eval --policy {q(recipe.model)} --adapter {q(str(out / 'adapter'))} "
+        f"--recipe {q(str(out / 'recipe.json'))} {suite} --out {q(str(out / 'eval' / 'adapter'))}"
+    )
+    return [where, records, f"next: {command}"]
 
 
 def _log_primary(what: str, comparison: dict[str, Any]) -> None:

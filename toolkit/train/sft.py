@@ -254,6 +254,7 @@ def run_sft(
     from datasets import Dataset
     from trl import SFTTrainer
 
+    from toolkit.train.callbacks import use_step_lines
     from toolkit.train.trl_compat import install_logprob_fallback
 
     install_logprob_fallback()  # TRL 1.15 on a CPU torch build
@@ -268,6 +269,7 @@ def run_sft(
         peft_config=lora_config,
         callbacks=callbacks,
     )
+    use_step_lines(trainer, "sft")  # one line per step, not the raw log dict
     trainer.train(resume_from_checkpoint=resume_from_checkpoint)
     return trainer
 
