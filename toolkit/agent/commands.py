@@ -56,7 +56,7 @@ def run_rollout(args: argparse.Namespace) -> int:
 
     from tqdm import tqdm
 
-    from toolkit.agent.loop import RolloutConfig, RolloutStats, rollout
+    from toolkit.agent.loop import RolloutConfig, RolloutStats, check_environment, rollout
     from toolkit.agent.policies import make_policy
     from toolkit.models import check_adapter
     from toolkit.records import RecordError, Task, read_jsonl, write_jsonl
@@ -97,6 +97,7 @@ def run_rollout(args: argparse.Namespace) -> int:
 
         try:
             trajs = rollout(tasks, policy, config, n=args.n, on_done=done, stats=stats)
+            check_environment(trajs)  # no trajectory file that reads as a model's results
         except BaseException:
             print(f"rollout stopped; finished trajectories are in {partial}", file=sys.stderr)
             raise

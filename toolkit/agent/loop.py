@@ -183,6 +183,7 @@ class _Batcher:
         self.busy = False
         self._scheduled = False
         self._tasks: set[asyncio.Task] = set()
+        self.failed: BaseException | None = None  # what ended the run (the policy's or a watcher's error)
 
     def join(self) -> None:
         self.active += 1
@@ -191,7 +192,21 @@ class _Batcher:
         self.active -= 1
         self._poke()
 
+    def abort(self, exc: BaseException) -> None:
+        """End the run: every waiting and later generation raises ``_Aborted``, so each episode leaves
+        its ``async with`` (closing its servers) the ordinary way. Cancelling the episode tasks instead
+        hung: closing an MCP client inside a cancelled task can make a CancelledError its own
+        ``__context__``, and contextlib's exit stacks then loop forever walking that chain."""
+        if self.failed is None:
+            self.failed = exc
+        pending, self.pending = self.pending, []
+        for _, future in pending:
+            if not future.done():
+                future.set_exception(_Aborted())
+
     async def generate(self, request: GenerationRequest) -> Generation:
+        if self.failed is not None:
+            raise _Aborted()
         future = asyncio.get_running_loop().create_future()
         self.pending.append((request, future))
         self._poke()
@@ -226,12 +241,11 @@ class _Batcher:
                     raise RuntimeError(f"policy returned {len(out)} generations for {len(bucket)} requests")
                 for i, generation in zip(bucket, out, strict=True):
                     generations[i] = generation
-        except BaseException as exc:  # a broken backend is not the model's mistake: surface it
+        except BaseException as exc:  # a broken backend is not the model's mistake: it ends the run
+            self.abort(exc)
             for _, future in batch:
                 if not future.done():
-                    error = _PolicyError(f"{type(exc).__name__}: {exc}")
-                    error.__cause__ = exc
-                    future.set_exception(error)
+                    future.set_exception(_Aborted())
             if not isinstance(exc, Exception):
                 raise
         else:
@@ -618,6 +632,27 @@ def policy_failure(traj: Trajectory) -> str | None:
     return None
 
 
+def environment_failure(traj: Trajectory) -> str | None:
+    """Why this episode's environment failed it (a server that did not start or died), else None."""
+    if traj.stop_reason == "error" and traj.metadata.get("error_source") == "environment":
+        return str(traj.metadata.get("error"))
+    return None
+
+
+class EnvironmentFailed(RuntimeError):
+    """Episodes of a run failed on their servers: the run is an error, never a score."""
+
+
+def check_environment(trajs: Sequence[Trajectory]) -> None:
+    """Raise ``EnvironmentFailed`` with the count and the first reason when any episode failed on its
+    servers: its zero would measure the machine, not the model."""
+    reasons = [why for why in map(environment_failure, trajs) if why is not None]
+    if reasons:
+        raise EnvironmentFailed(
+            f"{len(reasons)} of {len(trajs)} episodes failed on their servers: {reasons[0]}"
+        )
+
+
 def _default_opener() -> EpisodeOpener:
     try:
         from toolkit.envs import open_episode
@@ -664,6 +699,8 @@ async def run_episodes(
 
     async def one(key: int, task: Task, sample: int) -> None:
         async with slots:
+            if batcher.failed is not None:  # the run is over: open no more episodes
+                return
             episode = _Episode(key, task, sample, policy, config, fmt)
             batcher.join()
             joined = True
@@ -677,9 +714,9 @@ async def run_episodes(
                         batcher.leave()
                         joined = False
                     episode.traj.state_diff = toolbox.state_diff()
+            except _Aborted:  # closed: the run ends with batcher.failed
+                return
             except Exception as exc:  # the environment failed: record it, keep the other episodes going
-                if isinstance(exc, _PolicyError):
-                    raise exc.__cause__ from None
                 episode.traj.stop_reason = "error"
                 episode.traj.metadata["error"] = f"{type(exc).__name__}: {exc}"
                 episode.traj.metadata["error_source"] = "environment"
@@ -688,8 +725,11 @@ async def run_episodes(
                     batcher.leave()
             _finish_metadata(episode, stats)
             results[key] = episode.traj
-            for watch in watchers:
-                watch(episode.traj)
+            try:
+                for watch in watchers:
+                    watch(episode.traj)
+            except Exception as exc:  # a broken callback ends the run, not just this episode
+                batcher.abort(exc)
 
     try:
         async with asyncio.TaskGroup() as group:
@@ -697,13 +737,15 @@ async def run_episodes(
                 group.create_task(one(key, task, sample))
     except BaseExceptionGroup as group_error:
         raise group_error.exceptions[0] from None
+    if batcher.failed is not None:  # every episode has closed by now
+        raise batcher.failed
     stats.wall_s += time.perf_counter() - start
     stats.episodes += len(jobs)
     return results  # type: ignore[return-value]
 
 
-class _PolicyError(Exception):
-    """Wraps an exception raised by the policy so it is re-raised rather than recorded."""
+class _Aborted(Exception):
+    """Raised in an episode when the run has ended (``_Batcher.failed``): it closes, records nothing."""
 
 
 def _finish_metadata(episode: _Episode, stats: RolloutStats) -> None:

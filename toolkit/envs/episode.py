@@ -8,11 +8,14 @@ as ``ToolResult(ok=False, text=...)`` so the agent loop can show them to the mod
 
 from __future__ import annotations
 
+import asyncio
 import difflib
 import json
 import logging
+import os
+import weakref
 from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager, nullcontext
 from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
@@ -38,10 +41,31 @@ _LIST_CACHE = InMemoryResponseCacheStore()  # tools/list results of the kit's ow
 # The SDK logs every tool error at INFO; the model sees them as results, so keep the console quiet.
 logging.getLogger("mcp.server.mcpserver.server").setLevel(logging.WARNING)
 
+# Stdio servers starting at once (process start + handshake), per event loop: one per CPU. Starting a
+# Python or node server is CPU-bound for seconds, and 64 episodes starting theirs together on 2 cores
+# made most of them miss the handshake limit (issue 51). Episodes wait for a slot before their clock runs.
+MAX_STARTS = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+# Tries for a server start that missed the handshake limit (a busy machine); other failures are final.
+START_ATTEMPTS = 2
+_START_SLOTS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _start_slots() -> asyncio.Semaphore:
+    loop = asyncio.get_running_loop()
+    if loop not in _START_SLOTS:
+        _START_SLOTS[loop] = asyncio.Semaphore(max(1, MAX_STARTS))
+    return _START_SLOTS[loop]
+
 
 class ExternalServerError(ConnectionError, RuntimeError):
     """An external server could not be started or reached when the episode opened (also a RuntimeError,
     which this was before)."""
+
+
+class ServerStartTimeout(ExternalServerError):
+    """An external server gave no answer to the handshake within its startup limit."""
 
 
 def _leaf(exc: BaseException | None) -> BaseException | None:
@@ -77,6 +101,7 @@ class Episode:
         self._allowed = allowed
         self._clients: dict[str, Client] = {}
         self._external: dict[str, float] = {}  # servers in another process -> their startup limit (s)
+        self._spawned: set[str] = set()  # external servers whose process this episode starts
         self._route: dict[str, str] = {}  # tool name -> server name
         self._specs: list[ToolSpec] = []
         self._stack = AsyncExitStack()
@@ -124,18 +149,18 @@ class Episode:
             finally:
                 settled.set()
 
-        self._holders.start_soon(hold)
-        with anyio.move_on_after(limit):
-            await settled.wait()
+        spawns = name in self._spawned
+        async with _start_slots() if spawns else nullcontext():  # the clock starts once the start may run
+            self._holders.start_soon(hold)
+            with anyio.move_on_after(limit):
+                await settled.wait()
         if not state.get("open"):
             scope.cancel()  # stops the process (the SDK's shielded shutdown) if it is still starting
             error = state.get("error")
-            reason = (
-                f"no answer to the handshake within {limit:g} s"
-                if error is None or isinstance(_leaf(error), TimeoutError)
-                else _leaf_message(error)
-            )
-            raise ExternalServerError(f"external server '{name}': {reason}") from _leaf(error)
+            if error is None or isinstance(_leaf(error), TimeoutError):
+                message = f"external server '{name}': no answer to the handshake within {limit:g} s"
+                raise ServerStartTimeout(message) from _leaf(error)
+            raise ExternalServerError(f"external server '{name}': {_leaf_message(error)}") from _leaf(error)
 
     def _add_tools(self, server: str, specs: list[ToolSpec]) -> None:
         for spec in specs:
@@ -312,12 +337,19 @@ async def open_episode(
                 await episode._connect(name, Client(registry.build_server(name, world, task), **client_args))
         for ext in external or []:
             episode._external[ext.name] = ext.startup_limit(timeout)
-            try:
-                await episode._connect(ext.name, ext.client(timeout))
-            except ExternalServerError:
-                raise
-            except (OSError, TimeoutError, McpError) as exc:  # a missing command, or listing its tools failed
-                raise ExternalServerError(f"external server '{ext.name}': {_leaf_message(exc)}") from exc
+            if ext.command is not None and not ext.reuse:
+                episode._spawned.add(ext.name)
+            for attempt in range(1, START_ATTEMPTS + 1):
+                try:
+                    await episode._connect(ext.name, ext.client(timeout))
+                    break
+                except ServerStartTimeout as exc:
+                    if attempt == START_ATTEMPTS:
+                        raise ServerStartTimeout(f"{exc} ({attempt} tries)") from exc.__cause__
+                except ExternalServerError:
+                    raise
+                except (OSError, TimeoutError, McpError) as exc:  # a missing command, or listing failed
+                    raise ExternalServerError(f"external server '{ext.name}': {_leaf_message(exc)}") from exc
         yield episode
     finally:
         await episode.aclose()

@@ -281,7 +281,7 @@ def run_eval(
     ``tasks`` / ``tasks_file`` override the suite's tasks; ``rollout`` and ``scorers`` replace the agent
     loop and the rewards (tests, hosted models); ``loop_config`` goes to ``run_episodes``.
     """
-    from toolkit.agent.loop import policy_failure, watch_episodes
+    from toolkit.agent.loop import check_environment, policy_failure, watch_episodes
 
     spec = get_suite(suite)
     out = Path(out_dir)
@@ -319,6 +319,7 @@ def run_eval(
     ordered = [by_id.get(task.id, trajs[i]) for i, task in enumerate(task_list)]
     failures = [why for why in map(policy_failure, ordered) if why is not None]
     check_endpoint(failures, len(ordered), f"policy endpoint {policy_spec}", "eval")
+    check_environment(ordered)  # a server that failed an episode: an error, not a score
 
     results = [
         scored.get(id(traj)) or task_result(spec, task, traj, scorers)
