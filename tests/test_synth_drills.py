@@ -95,5 +95,10 @@ def test_the_synth_command_adds_drills(tmp_path, capsys):
     assert main([*args, "--drill-share", "0.2", "--out", str(tmp_path / "ok")]) == 0
     lines = (tmp_path / "ok" / "train.jsonl").read_text().splitlines()
     assert len(lines) == 24 and sum('"template": "drill_' in line for line in lines) == 4
-    assert main([*args, "--drill-share", "1.5", "--out", str(tmp_path / "bad")]) != 0
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as refused:  # the command line's check: a share is a fraction
+        main([*args, "--drill-share", "1.5", "--out", str(tmp_path / "bad")])
+    assert refused.value.code == 2 and "--drill-share: must be between 0 and 1" in capsys.readouterr().err
+    assert main([*args, "--drill-share", "1", "--out", str(tmp_path / "bad")]) != 0  # the config's: below 1
     assert "drill_share must be in [0, 1)" in capsys.readouterr().err
+    assert not (tmp_path / "bad").exists()
