@@ -1,12 +1,14 @@
 """Scripted pieces for tests of what TRL's GRPOTrainer scores from the kit's rollout: a policy whose every
 episode is one finish call with an answer the test chooses (or a failed sampler request), a reward that is
-that answer's number, and a ``KitGRPOTrainer`` on the tiny random model built around them."""
+that answer's number, a stand-in for the trainer the rollout function reads, and a ``KitGRPOTrainer`` on
+the tiny random model built around them."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from toolkit.agent.policies import Generation, GenerationRequest
@@ -17,6 +19,35 @@ SAMPLER_DOWN = "APIConnectionError: Connection error."
 
 # (task, episode index within one rollout call) -> the answer to finish with, or None: the request fails
 AnswerOf = Callable[[Task, int], "str | None"]
+
+
+class EvalModeModel:
+    """The model's train/eval switch, which the rollout function flips around sampling."""
+
+    training = True
+
+    def eval(self):
+        self.training = False
+
+    def train(self, mode=True):
+        self.training = mode
+
+
+class RolloutTrainer:
+    """What ``make_rollout_func``'s function reads from ``KitGRPOTrainer``: the tokenizer, the group size,
+    the step, the batch's rows (each task ``num_generations`` times) and TRL's metric logger (kept in
+    ``logged``). ``extra`` adds attributes (reward functions for dynamic sampling's scorer)."""
+
+    def __init__(self, tok: Any, tasks: list[Task], num_generations: int, step: int = 0, **extra: Any):
+        self.processing_class, self.num_generations = tok, num_generations
+        self.model = EvalModeModel()
+        self.state = SimpleNamespace(global_step=step)
+        self._kit_rows = [{"task": json.dumps(t.to_dict())} for t in tasks for _ in range(num_generations)]
+        self.logged: dict[str, float] = {}
+        self.__dict__.update(extra)
+
+    def _log_metric(self, name: str, value: float) -> None:
+        self.logged[name] = value
 
 
 class AnswerValue:

@@ -180,7 +180,7 @@ def test_every_sampled_episode_is_measured_and_logged_kept_or_not(tmp_path):
     sampled: here calc-0's group is kept, calc-1's is still flat after a refill round whose group (a
     right answer, every time) was not wider, so of the 12 episodes sampled 4 feed the update."""
     import torch
-    from grpo_fakes import TASKS, AnswerValue, FinishPolicy
+    from grpo_fakes import TASKS, AnswerValue, FinishPolicy, RolloutTrainer
 
     from toolkit.agent.loop import RolloutConfig
     from toolkit.models import load_tokenizer
@@ -197,28 +197,6 @@ def test_every_sampled_episode_is_measured_and_logged_kept_or_not(tmp_path):
             return ["0.2", "0.9"][key % 2]
         return "0.5" if task.id == "calc-1" else str(task.answers["result"])  # refills: right, all alike
 
-    class Model:
-        training = True
-
-        def eval(self):
-            self.training = False
-
-        def train(self, mode=True):
-            self.training = mode
-
-    class FakeTrainer:  # what the rollout function reads from KitGRPOTrainer
-        processing_class, num_generations = tok, 4
-        reward_funcs, reward_weights = [as_trl_reward_func(AnswerValue())], torch.tensor([1.0])
-        state = type("State", (), {"global_step": 3})()
-        model = Model()
-        _kit_rows = [{"task": json.dumps(by_id[i].to_dict())} for i in ("calc-0", "calc-1") for _ in range(4)]
-
-        def __init__(self):
-            self.logged = {}
-
-        def _log_metric(self, name, value):
-            self.logged[name] = value
-
     config = SamplingConfig(min_spread=0.1, max_refill_rounds=1, flat_groups="drop")
     log = tmp_path / "rollouts.jsonl"
     rollout_func = make_rollout_func(
@@ -227,7 +205,14 @@ def test_every_sampled_episode_is_measured_and_logged_kept_or_not(tmp_path):
         rollout_log=log,
         dynamic=DynamicSampling(pool, config, seed=0),
     )
-    trainer = FakeTrainer()
+    trainer = RolloutTrainer(
+        tok,
+        [by_id["calc-0"], by_id["calc-1"]],
+        4,
+        step=3,
+        reward_funcs=[as_trl_reward_func(AnswerValue())],
+        reward_weights=torch.tensor([1.0]),
+    )
     out = rollout_func(["p"] * 8, trainer)
     assert [t["task_id"] for t in out["trajectory"]] == ["calc-0"] * 4 + ["calc-1"] * 4
     logged = [json.loads(line) for line in log.read_text().splitlines()]

@@ -391,7 +391,7 @@ def test_a_dead_sampler_raises_instead_of_stepping_on_nothing():
     """More than half of a rollout's episodes failing on the policy endpoint is a dead sampler (a vLLM
     server down), not a batch to train on: the rollout raises, naming the error. Half or fewer: the
     failed episodes are masked and the step goes on."""
-    from grpo_fakes import SAMPLER_DOWN, FinishPolicy
+    from grpo_fakes import SAMPLER_DOWN, FinishPolicy, RolloutTrainer
 
     from toolkit.agent.loop import RolloutConfig
     from toolkit.models import load_tokenizer
@@ -401,26 +401,11 @@ def test_a_dead_sampler_raises_instead_of_stepping_on_nothing():
     tok = load_tokenizer("tiny-random")
     tasks = read_jsonl(TASKS, Task)[:2]
 
-    class Model:
-        training = True
-
-        def eval(self):
-            self.training = False
-
-        def train(self, mode=True):
-            self.training = mode
-
-    class FakeTrainer:
-        processing_class, num_generations, model = tok, 2, Model()
-        state = type("State", (), {"global_step": 0})()
-        _kit_rows = [{"task": json.dumps(t.to_dict())} for t in tasks for _ in range(2)]
-
-        def _log_metric(self, name, value):
-            pass
-
     def rollout_with(failing: int):
         policy = FinishPolicy(tok, lambda task, key: None if key < failing else "5")
-        return make_rollout_func(RolloutConfig(max_turns=2), lambda _: policy)(["p"] * 4, FakeTrainer())
+        return make_rollout_func(RolloutConfig(max_turns=2), lambda _: policy)(
+            ["p"] * 4, RolloutTrainer(tok, tasks, 2)
+        )
 
     out = rollout_with(2)
     assert [t["stop_reason"] for t in out["trajectory"]] == ["error", "error", "finish", "finish"]
