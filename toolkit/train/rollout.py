@@ -143,9 +143,11 @@ def raise_on_dead_sampler(trajs: Sequence[Trajectory]) -> None:
     vLLM server is down). Those episodes are masked and unscored, so such a step would move the
     optimizer on what is left of the batch, or on nothing. Half or fewer: the step goes on without them.
     Environment failures (an external tool server) are not counted here: they are masked and unscored."""
-    failed = [t for t in trajs if t.stop_reason == "error" and t.metadata.get("error_source") == "policy"]
+    from toolkit.agent.loop import policy_failure
+
+    failed = [t for t in trajs if policy_failure(t) is not None]
     if len(failed) * 2 > len(trajs):
-        errors = Counter(str(t.metadata.get("error")) for t in failed)
+        errors = Counter(policy_failure(t) for t in failed)
         error, count = errors.most_common(1)[0]
         raise RuntimeError(
             f"{len(failed)} of the {len(trajs)} episodes of this rollout failed on the policy endpoint"
