@@ -206,6 +206,20 @@ def read_jsonl(path: str | Path, kind: type) -> list[Any]:
 
 def iter_jsonl(path: str | Path, kind: type) -> Iterator[Any]:
     path = Path(path)
+    for lineno, obj in iter_json_objects(path, what=kind.__name__):
+        try:
+            yield kind.from_dict(obj)
+        except (ValueError, TypeError, KeyError, RecursionError) as exc:
+            raise RecordError(f"{path}:{lineno}: not a valid {kind.__name__} record: {exc}") from exc
+
+
+def iter_json_objects(
+    path: str | Path, *, what: str = "JSON object", skip_bad: bool = False
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """The kit's one line-by-line JSONL parser: ``(line number, object)`` for every non-blank line.
+    A line that is not a JSON object raises RecordError naming file and line; ``skip_bad=True`` skips
+    it instead (a log whose last line a killed run cut short)."""
+    path = Path(path)
     with path.open("rb") as fh:
         for lineno, raw in enumerate(fh, start=1):
             if not raw.strip():
@@ -214,9 +228,11 @@ def iter_jsonl(path: str | Path, kind: type) -> Iterator[Any]:
                 obj = json.loads(raw.decode("utf-8"))
                 if not isinstance(obj, dict):
                     raise TypeError(f"expected a JSON object, got {type(obj).__name__}")
-                yield kind.from_dict(obj)
-            except (ValueError, TypeError, KeyError, RecursionError) as exc:
-                raise RecordError(f"{path}:{lineno}: not a valid {kind.__name__} record: {exc}") from exc
+            except (ValueError, TypeError, RecursionError) as exc:
+                if skip_bad:
+                    continue
+                raise RecordError(f"{path}:{lineno}: not a valid {what} record: {exc}") from exc
+            yield lineno, obj
 
 
 def write_jsonl(
@@ -241,14 +257,7 @@ def drop_jsonl_records(path: str | Path, drop: Callable[[dict[str, Any]], bool])
     path = Path(path)
     if not path.exists():
         return
-    kept = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            rec = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(rec, dict) and not drop(rec):
-            kept.append(line + "\n")
+    kept = [_dumps_line(rec) for _, rec in iter_json_objects(path, skip_bad=True) if not drop(rec)]
     path.write_text("".join(kept), encoding="utf-8")
 
 
