@@ -96,8 +96,9 @@ def test_rubric_judge_grades_through_the_served_model_and_calibrates(server, tmp
     # one task keeps CI short: the judge writes a few tokens a second here
     done = mcp_rl("eval", "--policy", "gold", "--suite", "kit-eval", "--limit", "1", "--out", str(gold))
     assert done.returncode == 0, done.stderr[-3000:]
-    # short replies, one retry: a 135M model on 2 cores writes a few tokens a second
-    config = {**server.judge_config(), "max_tokens": 160, "batch_size": 8, "max_retries": 1, "timeout": 300}
+    # short replies, no retry: a 135M model on 2 cores writes a few tokens a second, and the test is
+    # about the path (endpoint -> judge -> calibration report), not the verdicts (docs/vllm-cpu.md)
+    config = {**server.judge_config(), "max_tokens": 64, "batch_size": 8, "max_retries": 0, "timeout": 300}
     done = mcp_rl(
         "score", "--reward", "rubric-judge", "--tasks", str(KIT_EVAL_TASKS),
         "--trajectories", str(gold / "trajectories.jsonl"), "--config", json.dumps(config),
