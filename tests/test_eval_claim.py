@@ -10,7 +10,7 @@ import pytest
 
 from toolkit.eval.claim import compute_claim, main, seed_mean_difference, template_group
 from toolkit.eval.metrics import TaskResult
-from toolkit.records import Task
+from toolkit.records import SampleRow, Task
 
 
 def task(tid: str, held_out_template: bool) -> Task:
@@ -71,7 +71,7 @@ def build(n: int = 40):
         }
         sampled[t] = {
             adapter: [
-                {"task_id": x.id, "score": float(r.score), "answer_failed": r.rubric[0]["verdict"] != "pass"}
+                SampleRow(x.id, float(r.score), answer_failed=r.rubric[0]["verdict"] != "pass")
                 for x, r in zip(ts, greedy[t][adapter], strict=True)
                 for _ in range(4)
             ]
@@ -111,7 +111,7 @@ def test_missing_results_or_samples_without_verdicts_are_errors():
         compute_claim(tasks, greedy, sampled)
     tasks, greedy, sampled = build(8)
     for row in sampled["test-seed9002"]["warm_start"]:
-        del row["answer_failed"]
+        row.answer_failed = None  # a row written before issue 48's answer check
     with pytest.raises(ValueError, match="no answer_failed verdict"):
         compute_claim(tasks, greedy, sampled)
 
@@ -127,7 +127,9 @@ def test_the_command_reads_the_layout_and_writes_strict_json(tmp_path, capsys):
             folder = tmp_path / "eval" / t / adapter
             folder.mkdir(parents=True)
             (folder / "results.jsonl").write_text("".join(json.dumps(r.to_dict()) + "\n" for r in results))
-            (folder / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in sampled[t][adapter]))
+            (folder / "samples.jsonl").write_text(
+                "".join(json.dumps(r.to_dict()) + "\n" for r in sampled[t][adapter])
+            )
     out = tmp_path / "claim.json"
     main([str(tmp_path), "--out", str(out)])
     claim = json.loads(out.read_text())

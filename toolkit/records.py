@@ -1,7 +1,9 @@
-"""The records that flow between the parts of the kit: tasks, rubric items, trajectories.
+"""The records that flow between the parts of the kit: tasks, rubric items, trajectories, and the rows of
+the files a run leaves (the rollout log, the prescreen pool, metrics, sampled and MCP-Atlas results).
 
 Plain dataclasses that round-trip through JSON. Every module (envs, synth, rewards, agent, train,
-eval) speaks these; nothing else crosses a package boundary.
+eval) speaks these; nothing else crosses a package boundary. Every JSONL file is read through
+``iter_json_objects`` (``read_jsonl`` / ``iter_jsonl`` for typed records) and written by ``write_jsonl``.
 
 Rubric check specs (``RubricItem.check``) are plain dicts with a ``type`` key. The types, and what
 the programmatic grader in ``toolkit.rewards`` does with them:
@@ -93,6 +95,9 @@ class Task:
     # kind, template, chain_length, and per-source extras (e.g. metadata["bfcl"] = {id, initial_config,
     # involved_classes, missed_function: {turn: [names]}} for tools that appear only at a later turn).
     metadata: dict[str, Any] = field(default_factory=dict)
+    # Where the servers that are not the kit's come from: how to start each one fresh per episode
+    # (``toolkit.envs.recipe.ServerRecipe`` dicts: own, MCP-Atlas, npm or PyPI servers). Empty: the kit's.
+    server_recipes: list[dict[str, Any]] = field(default_factory=list)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Task:
@@ -102,7 +107,10 @@ class Task:
         return cls(**_checked(cls, d))
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        d = asdict(self)
+        if not d["server_recipes"]:  # a task on the kit's servers is written as before, byte for byte
+            del d["server_recipes"]
+        return d
 
 
 @dataclass
@@ -156,6 +164,146 @@ class RewardResult:
     details: dict[str, Any] = field(default_factory=dict)  # per-item verdicts, ungraded counts, notes
 
 
+class _Row:
+    """``from_dict`` / ``to_dict`` for the flat rows of the logs and result files below."""
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Any:
+        return cls(**_checked(cls, d))
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)  # type: ignore[call-overload]
+
+
+@dataclass
+class RolloutRecord:
+    """One line of a GRPO run's rollout log (``grpo/rollouts.jsonl``): a sampled episode without its
+    token ids and log-probabilities, with its step, the dynamic-sampling round it was sampled in and
+    whether its group went into the update. Read it back with ``iter_jsonl(path, RolloutRecord,
+    torn_tail=True)`` (the log is appended while the run goes on)."""
+
+    task_id: str
+    stop_reason: StopReason
+    final_answer: str | None
+    calls: list[CallRecord]
+    messages: list[dict[str, Any]]
+    step: int = 0
+    round: int = 0
+    kept: bool = True
+    n_parse_errors: int = 0
+
+    @classmethod
+    def from_trajectory(
+        cls, step: int, traj: Trajectory, round_: int = 0, kept: bool = True
+    ) -> RolloutRecord:
+        return cls(
+            task_id=traj.task_id,
+            stop_reason=traj.stop_reason,
+            final_answer=traj.final_answer,
+            calls=list(traj.calls),
+            messages=traj.messages,
+            step=step,
+            round=round_,
+            kept=kept,
+            n_parse_errors=traj.n_parse_errors,
+        )
+
+    def to_trajectory(self) -> Trajectory:
+        """The episode as the rewards see it (no token view); ``round`` and ``kept`` in its metadata."""
+        answer = self.final_answer or ""
+        return Trajectory(
+            task_id=self.task_id,
+            messages=self.messages,
+            calls=list(self.calls),
+            final_answer=answer,
+            stop_reason=self.stop_reason,
+            n_parse_errors=self.n_parse_errors,
+            turn_answers=[answer] if answer else [],
+            metadata={"round": self.round, "kept": self.kept},
+        )
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> RolloutRecord:
+        d = dict(d)
+        if not isinstance(d.get("calls", []), list):
+            raise RecordError(f"RolloutRecord.calls: expected a list, got {type(d['calls']).__name__}")
+        d["calls"] = [CallRecord(**_checked(CallRecord, c)) for c in d.get("calls", [])]
+        return cls(**_checked(cls, d))
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class PoolRow(_Row):
+    """One screened task of a GRPO run's prescreen (``grpo/pool.jsonl``): its kind, the mean and the
+    spread of its sampled scores, and whether the spread kept it in the training pool."""
+
+    task_id: str
+    kept: bool
+    kind: str | None = None
+    mean: float | None = None  # None when no sample could be scored
+    spread: float | None = None
+
+
+@dataclass
+class MetricsRow:
+    """One logged training step (``metrics.jsonl``): the step over the whole run, its phase (sft or grpo)
+    and the step within it, seconds since the phase began, and every number logged by name (TRL's
+    metrics and the kit's diagnostics, ``kinds/<kind>/...``; null where a value was not finite). On disk
+    the numbers sit beside ``step`` and ``phase`` in one flat object."""
+
+    step: int
+    phase: str = "grpo"
+    phase_step: int | None = None
+    elapsed_s: float | None = None
+    values: dict[str, float | None] = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> MetricsRow:
+        named = {k: d[k] for k in ("step", "phase", "phase_step", "elapsed_s") if k in d}
+        values = {k: v for k, v in d.items() if k not in named}
+        for name, value in values.items():
+            if not _matches(value, float | None):
+                raise RecordError(f"MetricsRow.{name}: expected a number or null, got {type(value).__name__}")
+        return cls(**_checked(cls, named), values=values)
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"step": self.step, "phase": self.phase}
+        d |= {
+            k: v for k, v in (("phase_step", self.phase_step), ("elapsed_s", self.elapsed_s)) if v is not None
+        }
+        return d | self.values
+
+
+@dataclass
+class SampleRow(_Row):
+    """One sampled episode of a task, scored with the rubric (``samples.jsonl``, written by
+    ``bench.gain_zones sample``): what the sampled pass metric of ``toolkit.eval.claim`` reads."""
+
+    task_id: str
+    score: float
+    category: str | None = None
+    answer_failed: bool | None = None  # None in rows written before issue 48's answer check
+    stop_reason: str | None = None
+    first_call_well_formed: bool | None = None
+
+
+@dataclass
+class AtlasResultRow(_Row):
+    """One graded task of ``mcp-rl atlas run`` (its ``results.jsonl``): the MCP-Atlas coverage, whether
+    it passes (coverage >= 0.75), how the episode ended, its calls, and the judge's verdict per claim.
+    (``mcp-rl eval``'s rows are ``toolkit.eval.metrics.TaskResult``.)"""
+
+    task: str
+    coverage: float
+    passed: bool
+    stop_reason: str
+    calls: int
+    failed_calls: int
+    claims: list[dict[str, Any]] = field(default_factory=list)
+
+
 @functools.cache
 def _schema(cls: type) -> tuple[dict[str, Any], frozenset[str]]:
     required = {f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING}
@@ -198,15 +346,16 @@ def _matches(value: Any, hint: Any) -> bool:
     return isinstance(value, base) if isinstance(base, type) else True
 
 
-def read_jsonl(path: str | Path, kind: type) -> list[Any]:
-    """Read a JSONL file of records (any class with ``from_dict``: Task, Trajectory, eval results); a
-    bad line raises RecordError naming file and line."""
-    return list(iter_jsonl(path, kind))
+def read_jsonl(path: str | Path, kind: type, *, torn_tail: bool = False) -> list[Any]:
+    """Read a JSONL file of records (any class with ``from_dict``: Task, Trajectory, the rows above, eval
+    results); a bad line raises RecordError naming file and line (``torn_tail``: as ``iter_json_objects``)."""
+    return list(iter_jsonl(path, kind, torn_tail=torn_tail))
 
 
-def iter_jsonl(path: str | Path, kind: type) -> Iterator[Any]:
+def iter_jsonl(path: str | Path, kind: type, *, torn_tail: bool = False) -> Iterator[Any]:
+    """Records of ``kind`` one by one; ``torn_tail`` as for ``iter_json_objects``."""
     path = Path(path)
-    for lineno, obj in iter_json_objects(path, what=kind.__name__):
+    for lineno, obj in iter_json_objects(path, what=kind.__name__, torn_tail=torn_tail):
         try:
             yield kind.from_dict(obj)
         except (ValueError, TypeError, KeyError, RecursionError) as exc:
@@ -214,16 +363,20 @@ def iter_jsonl(path: str | Path, kind: type) -> Iterator[Any]:
 
 
 def iter_json_objects(
-    path: str | Path, *, what: str = "JSON object", skip_bad: bool = False
+    path: str | Path, *, what: str = "JSON object", skip_bad: bool = False, torn_tail: bool = False
 ) -> Iterator[tuple[int, dict[str, Any]]]:
     """The kit's one line-by-line JSONL parser: ``(line number, object)`` for every non-blank line.
-    A line that is not a JSON object raises RecordError naming file and line; ``skip_bad=True`` skips
-    it instead (a log whose last line a killed run cut short)."""
+    A line that is not a JSON object raises RecordError naming file and line. ``torn_tail=True``
+    forgives that in the last line only (a log a killed run cut short mid-line); ``skip_bad=True`` skips
+    every such line (a cache, where a lost entry costs one request)."""
     path = Path(path)
+    torn: RecordError | None = None  # a bad line, forgiven if no record follows it
     with path.open("rb") as fh:
         for lineno, raw in enumerate(fh, start=1):
             if not raw.strip():
                 continue
+            if torn is not None:
+                raise torn
             try:
                 obj = json.loads(raw.decode("utf-8"))
                 if not isinstance(obj, dict):
@@ -231,14 +384,18 @@ def iter_json_objects(
             except (ValueError, TypeError, RecursionError) as exc:
                 if skip_bad:
                     continue
-                raise RecordError(f"{path}:{lineno}: not a valid {what} record: {exc}") from exc
+                error = RecordError(f"{path}:{lineno}: not a valid {what} record: {exc}")
+                error.__cause__ = exc
+                if not torn_tail:
+                    raise error from exc
+                torn = error
+                continue
             yield lineno, obj
 
 
-def write_jsonl(
-    path: str | Path, records: Iterable[Task | Trajectory | dict[str, Any]], *, append: bool = False
-) -> int:
-    """Write records as JSONL (sorted keys, so the same records give byte-identical files).
+def write_jsonl(path: str | Path, records: Iterable[Any], *, append: bool = False) -> int:
+    """Write records (dicts, or any record with ``to_dict``) as JSONL (sorted keys, so the same records
+    give byte-identical files).
     ``append=True`` adds to the end of an existing file (logs written while a run goes on)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

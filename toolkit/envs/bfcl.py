@@ -33,6 +33,8 @@ from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
 from mcp_types import CallToolResult, TextContent
 
+from toolkit.records import iter_json_objects
+
 if TYPE_CHECKING:
     from toolkit.records import Task
 
@@ -86,8 +88,7 @@ def function_docs(class_name: str) -> tuple[dict[str, Any], ...]:
 
     bfcl_class(class_name)  # validates the name
     path = bfcl_data_dir() / "multi_turn_func_doc" / MULTI_TURN_FUNC_DOC_FILE_MAPPING[class_name]
-    with path.open(encoding="utf-8") as fh:
-        return tuple(json.loads(line) for line in fh if line.strip())
+    return tuple(doc for _, doc in iter_json_objects(path, what="BFCL function doc"))
 
 
 @functools.cache

@@ -26,7 +26,6 @@ with ``<adapter>`` ``warm_start`` and ``grpo-seed<S>`` for each GRPO seed.
 from __future__ import annotations
 
 import argparse
-import json
 import re
 from collections import defaultdict
 from collections.abc import Sequence
@@ -36,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from toolkit.eval.metrics import CONFIDENCE, N_BOOT, TaskResult, read_task_results, task_passed
-from toolkit.records import Task, dumps, read_jsonl
+from toolkit.records import SampleRow, Task, dumps, read_jsonl
 
 GROUPS = ("in_template", "held_out_templates", "all")
 GUARDS = ("finish_rate", "calls_per_task", "first_call_well_formed")
@@ -60,14 +59,14 @@ def greedy_row(result: TaskResult) -> dict[str, float]:
     }
 
 
-def sampled_pass(rows: Sequence[dict]) -> tuple[dict[str, float], int]:
+def sampled_pass(rows: Sequence[SampleRow]) -> tuple[dict[str, float], int]:
     """Per task, the share of its sampled episodes that pass (score >= 0.75, no failed answer item), and
     k (the fewest samples any task has). Sample rows must carry ``answer_failed`` (issue 48)."""
     by_task: dict[str, list[float]] = defaultdict(list)
     for n, row in enumerate(rows, 1):
-        if "answer_failed" not in row:
-            raise ValueError(f"sample row {n} ({row.get('task_id')}) has no answer_failed verdict")
-        by_task[row["task_id"]].append(float(row["score"] >= PASS - 1e-9 and not row["answer_failed"]))
+        if row.answer_failed is None:
+            raise ValueError(f"sample row {n} ({row.task_id}) has no answer_failed verdict")
+        by_task[row.task_id].append(float(row.score >= PASS - 1e-9 and not row.answer_failed))
     k = min((len(v) for v in by_task.values()), default=0)
     return {tid: float(np.mean(v)) for tid, v in by_task.items()}, k
 
@@ -102,7 +101,7 @@ def _matrix(rows: dict[str, dict[str, dict[str, float]]], key: str, ids: list[st
 def compute_claim(
     tasks: dict[str, list[Task]],
     greedy: dict[str, dict[str, list[TaskResult]]],
-    sampled: dict[str, dict[str, list[dict]]] | None = None,
+    sampled: dict[str, dict[str, list[SampleRow]]] | None = None,
     n_boot: int = N_BOOT,
 ) -> dict[str, Any]:
     """The claim from per-test-seed tasks, greedy results and (optionally) samples.
@@ -230,20 +229,14 @@ def read_root(root: Path) -> tuple[dict, dict, dict]:
         if with_samples and len(with_samples) != len(adapters):
             raise ValueError(f"{folder}: samples.jsonl for some adapters only")
         if with_samples:
-            sampled[name] = {p.name: _read_rows(p / "samples.jsonl") for p in adapters}
+            sampled[name] = {p.name: _read_samples(p / "samples.jsonl") for p in adapters}
     if sampled and set(sampled) != set(tasks):
         raise ValueError(f"{root}: samples for some test seeds only")
     return tasks, greedy, sampled
 
 
-def _read_rows(path: Path) -> list[dict]:
-    rows = []
-    for n, line in enumerate(path.read_text().splitlines(), 1):
-        if line.strip():
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}, line {n}: not JSON ({exc})") from exc
+def _read_samples(path: Path) -> list[SampleRow]:
+    rows = read_jsonl(path, SampleRow)  # a bad line raises RecordError (a ValueError) naming file and line
     if not rows:
         raise ValueError(f"{path}: empty")
     return rows

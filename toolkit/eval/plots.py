@@ -18,6 +18,7 @@ import numpy as np
 
 from toolkit.eval.metrics import TaskResult, paired_bootstrap, read_task_results
 from toolkit.paths import DATA_DIR
+from toolkit.records import MetricsRow, read_jsonl
 
 REFERENCE_FILE = DATA_DIR / "reference_results.json"
 # Metrics shown in the before/after panel, per kind of suite, in reading order.
@@ -228,17 +229,10 @@ def plot_finish_rate(runs: list[Run], out_dir: str | Path, name: str = "finish_r
     return save(fig, out_dir, name)
 
 
-def read_metrics_jsonl(path: str | Path) -> list[dict[str, Any]]:
-    """A training run's metrics.jsonl (one JSON object per step); blank or broken lines are skipped."""
-    rows = []
-    for line in Path(path).read_text(encoding="utf-8").splitlines():
-        try:
-            obj = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(obj, dict):
-            rows.append(obj)
-    return rows
+def read_metrics_jsonl(path: str | Path) -> list[MetricsRow]:
+    """A training run's metrics.jsonl (one row per logged step). A last line cut short by a killed run is
+    left out; any other bad line raises RecordError naming file and line."""
+    return read_jsonl(path, MetricsRow, torn_tail=True)
 
 
 def plot_training_curves(
@@ -248,25 +242,25 @@ def plot_training_curves(
     rows = read_metrics_jsonl(metrics_file)
     panels = []
     for title, keys in CURVES:
-        key = next((k for k in keys if any(isinstance(r.get(k), int | float) for r in rows)), None)
+        key = next((k for k in keys if any(r.values.get(k) is not None for r in rows)), None)
         if key:
             panels.append((title, key))
     if not panels:
         raise ValueError(
             f"{metrics_file}: no known training metric found (looked for {[c[1] for c in CURVES]})"
         )
-    grpo_start = next((r.get("step") for r in rows if r.get("phase") == "grpo"), None)
+    grpo_start = next((r.step for r in rows if r.phase == "grpo"), None)
     cols = min(4, len(panels))
     nrows = -(-len(panels) // cols)
     fig, axes = plt.subplots(nrows, cols, figsize=(3.4 * cols, 2.8 * nrows), squeeze=False)
     for ax, (title, key) in zip(axes.flat, panels, strict=False):
-        pts = [(r.get("step", i), r[key]) for i, r in enumerate(rows) if isinstance(r.get(key), int | float)]
+        pts = [(r.step, r.values[key]) for r in rows if r.values.get(key) is not None]
         steps, vals = np.array(pts, dtype=float).T
         ax.plot(steps, vals, color=COLORS[1], lw=1.5)
-        std_key = next((k for k in REWARD_STD_KEYS if any(k in r for r in rows)), None)
+        std_key = next((k for k in REWARD_STD_KEYS if any(k in r.values for r in rows)), None)
         if title.startswith("reward") and std_key:
             std = np.array(
-                [r.get(std_key, np.nan) for r in rows if isinstance(r.get(key), int | float)], float
+                [r.values.get(std_key, np.nan) for r in rows if r.values.get(key) is not None], float
             )
             ax.fill_between(steps, vals - std, vals + std, color=COLORS[1], alpha=0.2)
         if grpo_start is not None and steps.min() < grpo_start:  # SFT warm start, then GRPO
@@ -397,9 +391,10 @@ def plot_reference(
 KIND_PANELS = (("reward_mean", "reward by task kind"), ("zero_std_share", "zero-variance groups by kind"))
 
 
-def kind_columns(rows: list[dict[str, Any]]) -> list[str]:
+def kind_columns(rows: list[MetricsRow]) -> list[str]:
     """Task kinds with per-step diagnostics (``kinds/<kind>/...``, toolkit.train.diagnostics)."""
-    return sorted({k.split("/")[1] for r in rows for k in r if k.startswith("kinds/") and k.count("/") == 2})
+    names = {k for r in rows for k in r.values}
+    return sorted({k.split("/")[1] for k in names if k.startswith("kinds/") and k.count("/") == 2})
 
 
 def plot_kind_diagnostics(
@@ -407,7 +402,7 @@ def plot_kind_diagnostics(
 ) -> list[Path]:
     """GRPO reward and zero-variance group share per task kind against the step, each as a running
     mean over the last ``window`` steps that sampled the kind (a step often samples one task)."""
-    rows = [r for r in read_metrics_jsonl(metrics_file) if r.get("phase", "grpo") == "grpo"]
+    rows = [r for r in read_metrics_jsonl(metrics_file) if r.phase == "grpo"]
     kinds = kind_columns(rows)
     if not kinds:
         raise ValueError(f"{metrics_file}: no per-kind diagnostics (kinds/<kind>/...) to plot")
@@ -415,9 +410,7 @@ def plot_kind_diagnostics(
     for ax, (column, title) in zip(axes.flat, KIND_PANELS, strict=True):
         for i, kind in enumerate(kinds):
             key = f"kinds/{kind}/{column}"
-            pts = [
-                (r.get("step", j), r[key]) for j, r in enumerate(rows) if isinstance(r.get(key), int | float)
-            ]
+            pts = [(r.step, r.values[key]) for r in rows if r.values.get(key) is not None]
             if not pts:
                 continue
             steps, vals = np.array(pts, dtype=float).T

@@ -28,7 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from toolkit.records import RubricItem, Task, Trajectory
+from toolkit.records import RubricItem, Task, Trajectory, iter_json_objects
 from toolkit.rewards.base import model_calls
 from toolkit.rewards.grading import ItemGrade
 
@@ -126,12 +126,11 @@ class JudgeCache:
         self._mem: dict[str, dict[str, list[str]]] = {}
         self._lock = threading.Lock()
         if self.path and self.path.exists():
-            for line in self.path.read_text(encoding="utf-8").splitlines():
-                try:
-                    row = json.loads(line)
+            # a torn line from an interrupted run (appended to when the next run resumed) is skipped:
+            # losing a cached reply costs one request again
+            for _, row in iter_json_objects(self.path, what="judge cache", skip_bad=True):
+                if isinstance(row.get("key"), str) and isinstance(row.get("verdicts"), dict):
                     self._mem[row["key"]] = row["verdicts"]
-                except (ValueError, KeyError, TypeError):
-                    continue  # a torn last line from an interrupted run: ignore it
 
     @staticmethod
     def key(model: str, messages: list[dict[str, str]]) -> str:
