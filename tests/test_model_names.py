@@ -41,7 +41,7 @@ def test_kit_names_are_checkpoint_folders():
 
 
 def test_the_cpu_backend_loads_the_kit_checkpoint():
-    from toolkit.train.backends import TransformersBackend
+    from toolkit.train.transformers_backend import TransformersBackend
 
     model, tokenizer, _ = TransformersBackend(recipe_from_dict(RECIPE, "t")).sft_model()
     assert (Path(model.name_or_path) / "config.json").is_file()

@@ -64,7 +64,7 @@ def test_transformers_backend_trains_on_the_gpu_when_torch_sees_one(monkeypatch,
     docs/cpu-proof/README.md, "Run 16", is this path on a real GPU.)"""
     import toolkit.train.config as config
     import toolkit.train.device as device
-    from toolkit.train.backends import TransformersBackend
+    from toolkit.train.transformers_backend import TransformersBackend
 
     # TrainingArguments itself refuses use_cpu=False with bf16 where there is no GPU: record the flag
     monkeypatch.setattr(device, "cuda_available", lambda: cuda)
@@ -79,7 +79,7 @@ def test_transformers_backend_trains_on_the_gpu_when_torch_sees_one(monkeypatch,
 def test_cpu_rollout_policy_generates_with_the_weights_after_an_optimizer_step():
     import torch
 
-    from toolkit.train.backends import TransformersBackend
+    from toolkit.train.transformers_backend import TransformersBackend
 
     torch.manual_seed(0)
     backend = TransformersBackend(recipe_from_dict(RECIPE, "tiny"))
@@ -219,8 +219,8 @@ def test_gpu_precision_follows_the_card():
 
 
 def test_pipeline_picks_backends_by_name():
-    from toolkit.train.backends import TransformersBackend
-    from toolkit.train.pipeline import BACKENDS, make_backend
+    from toolkit.train.backends import BACKENDS, make_backend
+    from toolkit.train.transformers_backend import TransformersBackend
 
     assert set(BACKENDS) == {"cpu", "gpu", "vllm", "vllm-server"}
     recipe = recipe_from_dict(RECIPE, "tiny")
@@ -295,8 +295,8 @@ def test_pipeline_generates_grpo_rollouts_through_the_backend_with_the_trained_m
     that policy generates with the module the trainer optimizes."""
     import torch
 
-    from toolkit.train.backends import TransformersBackend
     from toolkit.train.pipeline import run_recipe
+    from toolkit.train.transformers_backend import TransformersBackend
 
     tasks = Path(__file__).parent / "data" / "train_tasks.jsonl"
     recipe = recipe_from_dict({**RECIPE, "tasks": str(tasks), "grpo": {**RECIPE["grpo"], "max_steps": 2}})

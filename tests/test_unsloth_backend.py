@@ -177,7 +177,7 @@ def test_gpu_trains_with_the_cpu_settings_although_unsloth_changes_the_defaults(
 ):
     import trl
 
-    from toolkit.train.backends import TransformersBackend
+    from toolkit.train.transformers_backend import TransformersBackend
 
     recipe = RECIPE | {"sft": {"max_steps": 2, "learning_rate": 2e-4}}
     if loss_type:

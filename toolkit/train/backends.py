@@ -1,4 +1,4 @@
-"""Training backends: the three things that differ between machines, and nothing else.
+"""Training backends: what each one supplies, and the one registry of their names.
 
 ``toolkit.train.pipeline`` runs the stages (tasks -> SFT warm start -> held-out eval -> GRPO ->
 held-out eval -> paired comparison, each resumable) once for every backend. A backend supplies:
@@ -11,19 +11,57 @@ held-out eval -> paired comparison, each resumable) once for every backend. A ba
 - **weight sync**: ``rollout_policy`` is called once per generation batch and must generate with the
   weights as they are after the last optimizer step (the LoRA being trained, never the base weights).
 
-``TransformersBackend`` (transformers + PEFT, CPU or a GPU without the ``gpu`` extra) is here: it trains
-and generates on the CUDA device where torch sees one, else on the CPU;
-``toolkit.train.unsloth_backend.UnslothBackend`` is the one-GPU backend. Adding one (vLLM on CPU, next)
-is a class with these methods and one line in ``pipeline.BACKENDS``. Backends never import the pipeline.
+Adding a backend is one class with these methods (a module of its own, beside
+``toolkit.train.transformers_backend``, ``unsloth_backend``, ``vllm_backend`` and ``vllm_server_backend``)
+and one line in ``BACKENDS``. Nothing else lists the names: the recipe check (``config``), the
+``mcp-rl train --backend`` choices (``commands``) and ``device.detect_backend`` read them here. This
+module imports no backend (``make_backend`` loads the chosen one by name), and backends never import
+the pipeline.
 """
 
 from __future__ import annotations
 
-import gc
+import importlib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from toolkit.train.config import Recipe
+AUTO = "auto"  # not a backend: device.detect_backend picks gpu or cpu for the machine
+
+
+@dataclass(frozen=True)
+class BackendEntry:
+    """Where a backend's class lives, and whether a recipe may name it."""
+
+    module: str
+    cls: str
+    # a recipe's ``backend`` key may name it; the vllm-server backend needs a URL, given on the command line
+    in_recipes: bool = True
+
+
+# name -> backend class; the one list of backend names
+BACKENDS: dict[str, BackendEntry] = {
+    "cpu": BackendEntry("toolkit.train.transformers_backend", "TransformersBackend"),
+    "gpu": BackendEntry("toolkit.train.unsloth_backend", "UnslothBackend"),
+    "vllm": BackendEntry("toolkit.train.vllm_backend", "VLLMBackend"),
+    "vllm-server": BackendEntry("toolkit.train.vllm_server_backend", "VLLMServerBackend", in_recipes=False),
+}
+
+
+def backend_choices() -> tuple[str, ...]:
+    """What ``--backend`` accepts: ``auto`` and every registered backend."""
+    return (AUTO, *BACKENDS)
+
+
+def recipe_backend_choices() -> tuple[str, ...]:
+    """What a recipe's ``backend`` key accepts: ``auto`` and the backends a recipe may name."""
+    return (AUTO, *(name for name, entry in BACKENDS.items() if entry.in_recipes))
+
+
+def make_backend(name: str, recipe: Any, **options: Any) -> Any:
+    """The backend registered as ``name``, built for ``recipe`` (``options``: its own, e.g. ``url``)."""
+    entry = BACKENDS[name]
+    return getattr(importlib.import_module(entry.module), entry.cls)(recipe, **options)
 
 
 class TrainBackend(Protocol):
@@ -50,74 +88,3 @@ class TrainBackend(Protocol):
 
     def release(self) -> None:
         """Free what the last stage loaded (the pipeline calls it between stages)."""
-
-
-class TransformersBackend:
-    """transformers + PEFT: every stage loads the model afresh (what the CPU runs measured). Named
-    ``cpu`` because it needs nothing beyond the CPU install, but on a machine where torch sees a CUDA
-    device (a GPU without the ``gpu`` extra, e.g. Colab before Unsloth is installed) the trainers and
-    the evaluation run there, not on the host's cores."""
-
-    name = "cpu"
-
-    def __init__(self, recipe: Recipe):
-        from toolkit.train.device import cuda_available
-
-        self.recipe = recipe
-        self._use_cpu = not cuda_available()
-
-    def sft_model(self) -> tuple[Any, Any, Any]:
-        from toolkit.models import load_policy
-        from toolkit.train.config import build_lora_config
-
-        model, tokenizer = load_policy(self.recipe.model, dtype=self.recipe.dtype)
-        return model, tokenizer, build_lora_config(self.recipe)
-
-    def sft_config(self, out: Path, report_to: Any) -> Any:
-        from toolkit.train.config import build_sft_config
-
-        return build_sft_config(self.recipe, out, use_cpu=self._use_cpu, report_to=report_to)
-
-    def grpo_model(self, warm: Path | None) -> tuple[Any, Any]:
-        from toolkit.models import load_policy
-        from toolkit.train.config import build_lora_config
-        from toolkit.train.grpo import peft_model_for_grpo
-
-        model, tokenizer = load_policy(self.recipe.model, dtype=self.recipe.dtype)
-        return peft_model_for_grpo(model, build_lora_config(self.recipe), warm), tokenizer
-
-    def grpo_config(self, out: Path, report_to: Any) -> Any:
-        from toolkit.train.config import build_grpo_config
-
-        return build_grpo_config(self.recipe, out, use_cpu=self._use_cpu, report_to=report_to)
-
-    def rollout_policy(self, trainer: Any) -> Any:
-        # the trainer's own module: an optimizer step changes the very parameters generate() reads
-        from toolkit.train.rollout import transformers_policy
-
-        return transformers_policy(trainer)
-
-    def eval_policy(self, adapter: Path | None, label: str) -> Any:
-        """With ``eval.merge_adapter`` the LoRA weights are merged into the base weights first (PEFT
-        ``merge_and_unload``): no adapter layers in every forward pass, at the price of rounding the
-        merged weights to the model's dtype."""
-        from toolkit.agent.policies import TransformersPolicy
-        from toolkit.models import load_policy
-
-        model, tokenizer = load_policy(
-            self.recipe.model, adapter=str(adapter) if adapter else None, dtype=self.recipe.dtype
-        )
-        if adapter and self.recipe.eval.get("merge_adapter"):
-            model = model.merge_and_unload()
-        if not self._use_cpu:  # the trainers move their model themselves; this one is ours to place
-            model = model.to("cuda")
-        model.eval()
-        return TransformersPolicy(model, tokenizer, name=label)
-
-    def merge(self, adapter: Path, out: Path) -> None:
-        from toolkit.models import merge_adapter
-
-        merge_adapter(self.recipe.model, adapter, out, dtype=self.recipe.dtype)
-
-    def release(self) -> None:
-        gc.collect()

@@ -21,6 +21,7 @@ import argparse
 from pathlib import Path
 
 from toolkit.argtypes import positive_int
+from toolkit.train.backends import backend_choices
 
 DEFAULT_RECIPE = "cpu-demo"
 
@@ -66,7 +67,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--backend",
-        choices=["auto", "gpu", "cpu", "vllm", "vllm-server"],
+        choices=backend_choices(),
         default=None,
         help="override the recipe's (vllm-server: generation on a running vLLM server, --vllm-url)",
     )

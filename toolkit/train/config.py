@@ -195,8 +195,10 @@ def recipe_from_dict(data: dict[str, Any], name: str = "custom") -> Recipe:
         )
     check_test_sets(name, data)
     check_sampling(name, data)
-    if data.get("backend", "auto") not in ("auto", "gpu", "cpu", "vllm"):
-        raise RecipeError(f"recipe {name!r}: backend must be auto, gpu, cpu or vllm")
+    from toolkit.train.backends import recipe_backend_choices
+
+    if data.get("backend", "auto") not in recipe_backend_choices():
+        raise RecipeError(f"recipe {name!r}: backend must be one of {', '.join(recipe_backend_choices())}")
     kwargs = {k: v for k, v in data.items() if v is not None or k in ("sft", "synth")}
     for key in ("tasks", "eval_tasks"):
         if isinstance(kwargs.get(key), str) and kwargs[key].startswith(KIT_DATA_PREFIX):

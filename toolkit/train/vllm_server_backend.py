@@ -34,8 +34,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from toolkit.train.backends import TransformersBackend
 from toolkit.train.config import Recipe
+from toolkit.train.transformers_backend import TransformersBackend
 
 ADAPTERS_KEPT = 2  # older adapter folders are deleted once the server has dropped them
 URL_ENV = "MCP_RL_VLLM_URL"  # the server's OpenAI root when --vllm-url is not given
