@@ -6,6 +6,12 @@ The notebooks' sources are jupytext percent scripts (``notebooks/NN_name.py``) p
 injected into the cell tagged ``parameters``: ``SMOKE`` (tiny budgets for CI) and ``OUT_DIR`` (where a
 notebook writes its artifacts), plus any ``--param NAME=VALUE``. A cell error stops the run and names the notebook and the cell.
 
+Progress: one line as each code cell starts and ends (which notebook, cell i of n, its seconds, the time since
+the notebook started), and every ``HEARTBEAT_S`` a line for a cell still running, with its latest printed
+line (notebook 04's training cell runs for minutes). The kernels start quiet: libraries' log lines and
+warnings are turned down as ``mcp-rl train`` does (``toolkit.train.quiet``) before any cell runs, so they
+reach neither the terminal nor the executed copies; ``--verbose`` / ``MCP_RL_VERBOSE=1`` keeps them.
+
 Each notebook opens with the same two cells (``header_cells``): an "Open in Colab" link plus a link to
 its executed copy, and an install cell that acts only in Colab (``toolkit.colab``). The repository URL they use is
 ``REPO_URL`` below, the one place it is written.
@@ -14,9 +20,14 @@ its executed copy, and an install cell that acts only in Colab (``toolkit.colab`
 from __future__ import annotations
 
 import argparse
+import functools
+import logging
+import os
 import re
 import sys
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,6 +41,9 @@ NOTEBOOK_PATTERN = re.compile(r"^(\d\d)_[\w-]+\.ipynb$")
 REPO_URL = "https://github.com/OWNER/mcp-rl-kit"
 DOCS_NOTEBOOKS = REPO_ROOT / "docs" / "notebooks"  # executed copies of a full `make demo` run
 COLAB_DIR = "/content/mcp-rl-kit"  # where the install cell clones the kit in Colab
+HEARTBEAT_S = 60.0  # a cell running longer gets a "still running" line this often
+# Run by each kernel before the notebook's first cell (IPython's exec_lines): nothing shows in the notebook.
+KERNEL_SETUP = "from toolkit.notebooks import quiet_kernel; quiet_kernel()"
 
 
 def header_cells(name: str) -> tuple[str, str]:
@@ -93,7 +107,15 @@ def find_notebooks(folder: Path = NOTEBOOKS_DIR, only: list[str] | None = None) 
     return found
 
 
-def run_notebook(path: Path, out_dir: Path, *, smoke: bool, extra: dict | None = None) -> NotebookRun:
+def run_notebook(
+    path: Path,
+    out_dir: Path,
+    *,
+    smoke: bool,
+    extra: dict | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> NotebookRun:
+    """Execute ``path`` into ``out_dir``; ``progress`` gets the per-cell lines (default: print them)."""
     import papermill
     from papermill.exceptions import PapermillExecutionError
 
@@ -111,6 +133,9 @@ def run_notebook(path: Path, out_dir: Path, *, smoke: bool, extra: dict | None =
             cwd=str(path.parent),
             kernel_name="python3",
             progress_bar=False,
+            engine_name=_progress_engine(),
+            progress=progress or _print_line,
+            extra_arguments=kernel_arguments(),
         )
     except PapermillExecutionError as exc:
         index, source = _failed_cell(output, exc.exec_count)
@@ -119,6 +144,184 @@ def run_notebook(path: Path, out_dir: Path, *, smoke: bool, extra: dict | None =
             f"  cell starts: {source!r}\n  executed copy: {output}"
         ) from None
     return NotebookRun(path.name, time.perf_counter() - start, output)
+
+
+def kernel_arguments() -> list[str]:
+    """The kernel's command-line options: run ``KERNEL_SETUP`` first, and unless verbose, keep its own
+    log (the "running over TCP without encryption" warning every kernel start prints) to errors."""
+    from toolkit.train.quiet import verbose_requested
+
+    args = [f"--IPKernelApp.exec_lines={KERNEL_SETUP}"]
+    return args if verbose_requested() else [*args, "--IPKernelApp.log_level=ERROR"]
+
+
+def _print_line(line: str) -> None:
+    print(line, flush=True)
+
+
+def quiet_kernel() -> bool:
+    """In a notebook kernel, before the first cell: the libraries' logs and warnings down to errors
+    (``quiet_libraries``), and the root logger at WARNING with a plain stderr handler. The MCP SDK's
+    servers call ``logging.basicConfig(INFO)`` with a rich handler, which in a kernel renders every INFO
+    record of any library (vLLM's Triton note, matplotlib's category units) as a display output of the
+    cell; with a root handler already set, that call does nothing. ``MCP_RL_VERBOSE=1`` leaves all as is."""
+    from toolkit.train.quiet import quiet_libraries
+
+    if not quiet_libraries():
+        return False
+    logging.basicConfig(level=logging.WARNING)
+    return True
+
+
+def _clock(seconds: float) -> str:
+    minutes, secs = divmod(int(seconds), 60)
+    return f"{minutes // 60}:{minutes % 60:02d}:{secs:02d}" if minutes >= 60 else f"{minutes}:{secs:02d}"
+
+
+class CellProgress:
+    """The per-cell progress lines of one notebook run, from papermill's cell callbacks.
+
+    Code cells are counted, markdown is not, and neither is papermill's injected-parameters cell. A
+    daemon thread writes a line every ``heartbeat_s`` while a cell runs, ending with the last line the
+    cell printed so far (read from the outputs nbclient appends as they arrive)."""
+
+    def __init__(
+        self, name: str, cells: list, write: Callable[[str], None], heartbeat_s: float | None = None
+    ):
+        self.name = name
+        self.write = write
+        self.heartbeat_s = HEARTBEAT_S if heartbeat_s is None else heartbeat_s
+        own = [
+            i
+            for i, c in enumerate(cells)
+            if c.get("cell_type") == "code"
+            and "injected-parameters" not in c.get("metadata", {}).get("tags", [])
+        ]
+        self.numbers = {index: n for n, index in enumerate(own, 1)}
+        self.total = len(own)
+        self.started_at = time.perf_counter()
+        self._cell: Any = None
+        self._cell_label = ""
+        self._cell_start = 0.0
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, name=f"progress {name}", daemon=True)
+        self._thread.start()
+
+    def _elapsed(self) -> str:
+        return _clock(time.perf_counter() - self.started_at)
+
+    def cell_started(self, cell: Any, index: int) -> None:
+        if index not in self.numbers:
+            return
+        first = next((line for line in cell.get("source", "").splitlines() if line.strip()), "")
+        with self._lock:
+            self._cell, self._cell_start = cell, time.perf_counter()
+            self._cell_label = f"{self.name} cell {self.numbers[index]}/{self.total}"
+        self.write(f"[notebooks] {self._cell_label} started (elapsed {self._elapsed()}): {first[:80]}")
+
+    def cell_finished(self, cell: Any, index: int, failed: bool) -> None:
+        if index not in self.numbers:
+            return
+        with self._lock:
+            seconds, label, self._cell = time.perf_counter() - self._cell_start, self._cell_label, None
+        status = "FAILED after" if failed else "done in"
+        self.write(f"[notebooks] {label} {status} {seconds:.1f} s (elapsed {self._elapsed()})")
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+    def _beat(self) -> None:
+        last = time.perf_counter()
+        while not self._stop.wait(min(self.heartbeat_s, 1.0)):
+            with self._lock:
+                cell, label, began = self._cell, self._cell_label, self._cell_start
+            now = time.perf_counter()
+            if cell is None or now - max(last, began) < self.heartbeat_s:
+                continue
+            last = now
+            said = last_printed_line(cell)
+            self.write(
+                f"[notebooks] {label} still running, {now - began:.0f} s (elapsed {self._elapsed()})"
+                + (f"; last output: {said[:120]}" if said else "")
+            )
+
+
+def last_printed_line(cell: Any) -> str:
+    """The last non-empty line a running cell has written to stdout so far ("" when none)."""
+    for out in reversed(list(cell.get("outputs", []))):
+        if out.get("output_type") == "stream" and out.get("name") == "stdout":
+            text = out.get("text", "")
+            lines = [
+                line.strip() for line in ("".join(text) if isinstance(text, list) else text).splitlines()
+            ]
+            lines = [line for line in lines if line]
+            if lines:
+                return lines[-1]
+    return ""
+
+
+@functools.cache
+def _progress_engine() -> str:
+    """Register (once) and name papermill's nbclient engine with ``CellProgress`` hooked into its cell
+    callbacks. papermill's engines build a ``NotebookExecutionManager`` in ``execute_notebook`` and call
+    its ``cell_start`` / ``cell_exception`` / ``cell_complete``; this engine builds a subclass that also
+    reports, and passes the ``progress`` writer through (papermill hands engine keyword arguments on)."""
+    from papermill.engines import NBClientEngine, NotebookExecutionManager, papermill_engines
+
+    class ProgressManager(NotebookExecutionManager):
+        def __init__(self, nb: Any, progress: CellProgress, **kwargs: Any):
+            super().__init__(nb, **kwargs)
+            self.progress = progress
+            self.failed: set[int] = set()
+
+        def cell_start(self, cell: Any, cell_index: int | None = None, **kwargs: Any) -> None:
+            super().cell_start(cell, cell_index, **kwargs)
+            self.progress.cell_started(cell, cell_index)
+
+        def cell_exception(self, cell: Any, cell_index: int | None = None, **kwargs: Any) -> None:
+            super().cell_exception(cell, cell_index, **kwargs)
+            self.failed.add(cell_index)
+
+        def cell_complete(self, cell: Any, cell_index: int | None = None, **kwargs: Any) -> None:
+            super().cell_complete(cell, cell_index, **kwargs)
+            self.progress.cell_finished(cell, cell_index, failed=cell_index in self.failed)
+
+    class ProgressEngine(NBClientEngine):
+        @classmethod
+        def execute_notebook(  # papermill's Engine.execute_notebook, with the manager above
+            cls,
+            nb: Any,
+            kernel_name: str,
+            output_path: str | None = None,
+            progress_bar: bool = False,
+            log_output: bool = False,
+            autosave_cell_every: int = 30,
+            progress: Callable[[str], None] = _print_line,
+            **kwargs: Any,
+        ) -> Any:
+            name = Path(kwargs.get("input_path") or "notebook").stem
+            reporter = CellProgress(name, nb.cells, progress)
+            nb_man = ProgressManager(
+                nb,
+                reporter,
+                output_path=output_path,
+                progress_bar=progress_bar,
+                log_output=log_output,
+                autosave_cell_every=autosave_cell_every,
+            )
+            nb_man.notebook_start()
+            try:
+                cls.execute_managed_notebook(nb_man, kernel_name, log_output=log_output, **kwargs)
+            finally:
+                reporter.close()
+                nb_man.cleanup_pbar()
+                nb_man.notebook_complete()
+            return nb_man.nb
+
+    papermill_engines.register("mcp-rl-progress", ProgressEngine)
+    return "mcp-rl-progress"
 
 
 def _failed_cell(executed: Path, exec_count: int) -> tuple[int | str, str]:
@@ -250,6 +453,10 @@ def notebook_param(text: str) -> tuple[str, Any]:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    if args.verbose:  # the kernels inherit the environment: quiet_kernel leaves their libraries as they are
+        from toolkit.train.quiet import VERBOSE_ENV
+
+        os.environ[VERBOSE_ENV] = "1"
     try:
         run_all(
             smoke=args.smoke,
@@ -278,6 +485,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="NAME=VALUE",
         help="set a variable of the notebooks' parameters cell, e.g. --param MAX_STEPS=5 (repeatable; "
         "the value read as YAML: 5 an int, true a bool, null None, else a string)",
+    )
+    run.add_argument(
+        "--verbose",
+        action="store_true",
+        help="keep the libraries' log lines and warnings in the notebooks (default: errors only; "
+        "MCP_RL_VERBOSE=1 does the same)",
     )
     run.set_defaults(func=_cmd_run)
     pub = nb_sub.add_parser("publish", help="copy a full run's executed notebooks to docs/notebooks/")
