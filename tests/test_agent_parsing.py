@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from toolkit.agent.parsing import format_call, parse_turn
-from toolkit.agent.schema import check_arguments, coerce
+from toolkit.envs.schema import check_arguments, coerce
 
 
 def calls_of(text: str) -> list[tuple[str, dict | None, bool]]:

@@ -4,7 +4,6 @@
 - ``policies``: ``TransformersPolicy``, ``VLLMPolicy``, ``UnslothPolicy``, ``OpenAIPolicy``,
   ``GoldPolicy`` and ``make_policy(spec)``.
 - ``parsing``: ``parse_turn`` for Qwen/Hermes ``<tool_call>`` blocks, with repairs.
-- ``schema``: argument validation against the tool's JSON schema, relaxed coercion.
 - ``chat``: ``ChatFormat``, piecewise template rendering for token-exact trajectories.
 - ``testing``: ``FakeToolbox``, ``ScriptedPolicy``, ``check_token_exact`` for tests and benchmarks.
 

@@ -2,11 +2,12 @@
 
 For every (task, sample) an episode opens its own isolated world (``toolkit.envs.open_episode``),
 renders the system prompt with the enabled tools' MCP schemas, then repeats: generate, parse tool
-calls, call the tools through the episode's Toolbox, append the results. A user turn ends with an
-answer that has no tool call (the next follow-up turn starts, if any) or an explicit ``finish``; the
-episode ends after the last user turn, at the iteration cap or at the context budget, or at once
-(stop_reason "error", the reason in ``metadata["error"]``) when the toolbox reports an
-``environment_error`` (e.g. an external MCP server died).
+calls, call the tools through the episode's Toolbox (each call checked, made and classified by
+``toolkit.envs.execute``, the executor every scripted replay uses too), append the results. A user
+turn ends with an answer that has no tool call (the next follow-up turn starts, if any) or an
+explicit ``finish``; the episode ends after the last user turn, at the iteration cap or at the
+context budget, or at once (stop_reason "error", the reason in ``metadata["error"]``) when the
+toolbox reports an ``environment_error`` (e.g. an external MCP server died).
 
 Episodes run concurrently as asyncio tasks. Generation is batched across them: each episode posts a
 request and waits; when every live episode is waiting, the policy is called once for all of them.
@@ -24,18 +25,18 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractAsyncContextManager, contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from toolkit.agent.chat import ChatFormat, clean_text
 from toolkit.agent.output_cut import check_tool_output_cut, cut_tool_output
 from toolkit.agent.parsing import ParsedCall, normalize_call, parse_turn
 from toolkit.agent.policies import Generation, GenerationRequest, Policy
-from toolkit.agent.schema import check_arguments
 from toolkit.agent.tool_text import check_tool_format, listing, tools_block
 from toolkit.aio import run_sync
+from toolkit.envs.execute import ERROR_KINDS, TOOL_TIMEOUT_S, error_kind, execute_call, task_tools
 from toolkit.records import FINISH_TOOL, CallRecord, Task, Trajectory
-from toolkit.toolbox import Toolbox, ToolSpec, strip_enums
+from toolkit.toolbox import Toolbox, ToolSpec
 
 EpisodeOpener = Callable[[Task], AbstractAsyncContextManager[Toolbox]]
 
@@ -54,7 +55,6 @@ NEW_TOOLS_MESSAGE = (
 )
 # Trajectory.metadata key: model tokens whose policy returned no sampling logprob (None / NaN / too few)
 MISSING_LOGPROBS = "missing_logprobs"
-ERROR_KINDS = ("unknown_tool", "bad_json", "schema", "tool_error", "timeout")
 
 
 @dataclass
@@ -89,7 +89,7 @@ class RolloutConfig:
     top_p: float = 1.0
     system_prompt: str | None = None
     """System message; None uses :func:`default_system_prompt`."""
-    tool_timeout_s: float = 30.0
+    tool_timeout_s: float = TOOL_TIMEOUT_S
     """A tool call running longer is abandoned and reported to the model as a timeout."""
     max_concurrent_episodes: int = 64
     """Episodes open at once (each holds an isolated world)."""
@@ -336,18 +336,13 @@ class _Episode:
     async def run(self, toolbox: Toolbox, batcher: _Batcher) -> None:
         task, config = self.task, self.config
         self._toolbox = toolbox
-        specs = {s.name: s for s in await toolbox.list_tools()}
-        enabled = [name for name in task.tools if name in specs] if task.tools else list(specs)
-        missing = [name for name in task.tools if name not in specs]
+        tools = task_tools(task, await toolbox.list_tools())  # held-out ones too; PROVE's enums stripped
+        missing = [name for name in task.tools if name not in tools]
         if missing:
             self.traj.metadata["missing_tools"] = missing
         later = _later_tools(task)
         hidden = {name for names in later.values() for name in names}
-        self.visible = {name: specs[name] for name in enabled if name not in hidden}
-        if task.metadata.get("strip_enums"):  # a PROVE schema variant: no enum lists shown or checked
-            self.visible = {
-                n: replace(s, input_schema=strip_enums(s.input_schema)) for n, s in self.visible.items()
-            }
+        self.visible = {name: spec for name, spec in tools.items() if name not in hidden}
         if config.finish_tool:
             self.visible[FINISH_TOOL] = FINISH_SPEC
         self.initial_tools = self.shown_tools = self._tool_listing()
@@ -380,7 +375,7 @@ class _Episode:
         for turn in range(n_turns):
             self.turn = turn
             if turn > 0:
-                new = [specs[name] for name in later.get(turn, []) if name in specs and name in enabled]
+                new = [tools[name] for name in later.get(turn, []) if name in tools]
                 self.visible.update({s.name: s for s in new})
                 self.shown_tools = self._tool_listing()
                 followup = clean_text(_user_turn_text(task.followups[turn - 1], new, config))
@@ -475,7 +470,7 @@ class _Episode:
         logprobs = list(generation.logprobs) if generation.logprobs is not None else None
         if logprobs is None or len(logprobs) != len(ids) or any(lp is None or lp != lp for lp in logprobs):
             # no sampling logprob for these model tokens: counted, so training masks the episode out
-            # (toolkit.train.rollout.trl_sample) instead of reading the 0.0 placeholders as logprobs
+            # (toolkit.train.rollout.token_sample) instead of reading the 0.0 placeholders as logprobs
             meta = self.traj.metadata
             meta[MISSING_LOGPROBS] = meta.get(MISSING_LOGPROBS, 0) + len(ids)
             logprobs = None
@@ -530,50 +525,23 @@ class _Episode:
         raise _Stop("error")
 
     async def _execute(self, call: ParsedCall) -> CallRecord:
-        record = CallRecord(name=call.name, args=call.arguments, ok=False, turn=self.turn, step=self.step - 1)
-        spec = self.visible.get(call.name)
-        text: str
+        """Run one call through the one executor (``toolkit.envs.execute``); finish is not a tool."""
         if call.error is not None:
             self.traj.n_parse_errors += 1
-            kind, message = "bad_json", call.error.removeprefix("bad_json: ")
-        elif spec is None or call.name == FINISH_TOOL:
-            names = ", ".join(n for n in self.visible if n != FINISH_TOOL)
-            kind, message = "unknown_tool", f"there is no tool named {call.name!r}; available tools: {names}"
-        else:
-            args, problem = check_arguments(
-                call.arguments or {}, spec.input_schema, relaxed=self.config.relaxed_validation
-            )
-            record.args = args
-            if problem is not None:
-                kind, message = "schema", f"invalid arguments for {call.name}: {problem}"
-            else:
-                kind, message = await self._invoke(call.name, args, record)
-        if kind:
-            record.error = f"{kind}: {message}"
-            text = f"Error ({kind}): {message}"
-        else:
-            text = message
-        record.result = self._truncate(text)
-        return record
-
-    async def _invoke(self, name: str, args: dict[str, Any], record: CallRecord) -> tuple[str, str]:
-        """Call the tool; returns ("", output) on success or (error kind, message)."""
-        start = time.perf_counter()
-        try:
-            result = await asyncio.wait_for(self._toolbox.call_tool(name, args), self.config.tool_timeout_s)
-        except TimeoutError:
-            return "timeout", f"{name} did not answer within {self.config.tool_timeout_s:g} s"
-        except Exception as exc:  # a crashing tool is reported to the model, the episode goes on
-            return "tool_error", f"{type(exc).__name__}: {exc}"
-        finally:
-            record.latency = time.perf_counter() - start
-            self.env_s += record.latency
-        if not result.ok:  # the episode's own timeout is reported as one, not as a tool error
-            return (
-                "timeout" if getattr(result, "error_kind", None) == "timeout" else "tool_error"
-            ), result.text
-        record.ok = True
-        return "", result.text
+        done = await execute_call(
+            self._toolbox,
+            call.name,
+            call.arguments,
+            tools={name: spec for name, spec in self.visible.items() if name != FINISH_TOOL},
+            parse_error=None if call.error is None else call.error.removeprefix("bad_json: "),
+            relaxed=self.config.relaxed_validation,
+            timeout_s=self.config.tool_timeout_s,
+            turn=self.turn,
+            step=self.step - 1,
+        )
+        self.env_s += done.record.latency
+        done.record.result = self._truncate(done.record.result or "")
+        return done.record
 
     def _truncate(self, text: str) -> str:
         """The tool message text: encodable (no lone surrogates), cut to the tool-output budget."""
@@ -756,8 +724,7 @@ def _finish_metadata(episode: _Episode, stats: RolloutStats) -> None:
     stats.env_tokens += env_tokens
     errors = {kind: 0 for kind in ERROR_KINDS}
     for call in traj.calls:
-        if call.error:
-            kind = call.error.split(":", 1)[0]
+        if (kind := error_kind(call)) is not None:
             errors[kind] = errors.get(kind, 0) + 1
     traj.metadata.update(
         {

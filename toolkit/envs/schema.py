@@ -157,6 +157,3 @@ def _validator(schema_json: str) -> Any:
 def _describe(error: Any) -> str:
     where = "/".join(str(p) for p in error.absolute_path)
     return f"{where}: {error.message}" if where else error.message
-
-
-# ---- what the model reads ------------------------------------------------------------------------
