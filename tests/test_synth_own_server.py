@@ -144,7 +144,7 @@ def test_helpdesk_over_stdio_reads_replay_and_gold_gets_full_marks():
     assert {"lookup", "aggregate", "chain"} <= kinds
     assert report["explored"]["calls"] > 10 and "delete_ticket" in report["explored"]["writes"]
     for t in tasks:  # every task carries the start recipe: open_episode(task) needs nothing else
-        assert t.metadata["own_server"]["recipes"] == [recipe.to_dict()]
+        assert t.server_recipes == [recipe.to_dict()] and "recipes" not in t.metadata["own_server"]
         assert t.rubric and (t.answers or t.metadata["kind"] == "abstain")
     scores, trajs = _gold_scores(tasks)
     assert scores == [1.0] * len(tasks), [(t.task_id, s) for t, s in zip(trajs, scores, strict=True) if s < 1]

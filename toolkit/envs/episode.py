@@ -289,18 +289,22 @@ async def open_episode(
         transport: "inprocess" (the SDK's direct in-memory dispatcher, the fast path) or "jsonrpc"
             (in-memory streams with full JSON-RPC framing and the initialize handshake).
         external: external MCP servers (stdio command or URL) to add to the episode. Without it, a
-            task made for the user's own server (``toolkit.envs.recipe``) starts that server itself.
+            task whose servers are not the kit's (``Task.server_recipes``, ``toolkit.envs.recipe``)
+            starts them itself.
         timeout: seconds allowed for every connect, list and call.
     """
-    if task is not None and external is None and task.metadata.get(recipe.OWN_KEY):
-        # A task set made for the user's own server: start it fresh, in a seeded scratch folder.
-        own = task.metadata[recipe.OWN_KEY]
-        recipes = [recipe.ServerRecipe.from_dict(r) for r in own.get("recipes", [])]
+    recipes = recipe.task_recipes(task) if task is not None and external is None else []
+    if recipes:
+        # A task whose servers are not the kit's (own, MCP-Atlas, npm, PyPI): start them fresh, each in
+        # a seeded scratch folder of its own.
+        own = task.metadata.get(recipe.OWN_KEY) or {}  # type: ignore[union-attr]
         async with recipe.scratch_servers(recipes) as ext:
             async with open_episode(task, servers=servers, external=ext, timeout=timeout) as episode:
-                probed = recipe.ProbedToolbox(episode, own.get("probes", []), own.get("read_tools", []))
-                await probed.start()
-                yield probed  # type: ignore[misc]
+                toolbox: Any = episode
+                if own.get("probes"):  # an own server's writes, seen through its read calls
+                    toolbox = recipe.ProbedToolbox(episode, own["probes"], own.get("read_tools", []))
+                    await toolbox.start()
+                yield toolbox
         return
     names = (
         servers

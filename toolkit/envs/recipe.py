@@ -1,19 +1,27 @@
-"""Your own MCP server in the kit's episodes: how to start it fresh, and how to see what a write changed.
+"""Servers the kit did not write, in the kit's episodes: the one way to start them fresh per episode.
 
 A ``ServerRecipe`` says how to start one server (``NAME=COMMAND`` for stdio, ``NAME=URL`` for streamable
-HTTP), with extra environment variables, a working folder and a *seed* folder. Every episode gets a
-fresh scratch folder: the seed folder is copied into it, ``{scratch}`` in the command, the environment
-and the working folder is replaced by its path, and the process starts there (default working folder:
-the scratch folder itself). So an episode's writes never reach the next one, and a memory file, a
-folder or a git repository starts from the same seeded state every time.
+HTTP), with extra environment variables, a working folder and a *seed* folder. The user's own servers,
+MCP-Atlas's servers, npm servers (``npm_servers``) and PyPI servers are all recipes. Every episode gives
+each of its servers a fresh scratch folder of its own (``scratch_servers``): the seed folder is copied
+into it, ``{scratch}`` in the command, the environment and the working folder is replaced by its path,
+and the process starts there (default working folder: the scratch folder itself). So an episode's
+writes never reach the next one, one server never sees another's files (a filesystem server's root
+holds no memory file), and a memory file, a folder or a git repository starts from the same seeded
+state every time.
 
-Tasks synthesised for such a server (``toolkit.synth.own_tasks``) carry the recipe in
-``task.metadata["own_server"]``; ``open_episode(task)`` then starts the server itself, so ``rollout``,
-``train`` and ``eval`` over the task set need no flags. The same metadata may list *probes*: read calls
-the episode makes when it opens and again after every call to a tool that is not read-only. Their
-outputs are the episode's state for an external server (``state_diff``: collection ``probe:<tool>``,
-key ``p<i>``, record ``{"output": canonical text}``; an error answer counts as no record), so a write
-can be checked by a read afterwards with the rubric's ordinary ``state`` check.
+Where a task's servers come from is ``Task.server_recipes`` (``task_recipes``; task files written
+before it held them in ``task.metadata["own_server"]["recipes"]``, still read); ``open_episode(task)``
+then starts them itself, so ``rollout``, ``train``, ``eval`` and ``atlas run`` need no flags. The
+starts go through ``open_episode``'s external path: bounded to one concurrent start per CPU, a start
+that missed its limit tried once more.
+
+Tasks synthesised for the user's own server (``toolkit.synth.own_tasks``) may also list *probes* in
+``task.metadata["own_server"]``: read calls the episode makes when it opens and again after every call
+to a tool that is not read-only. Their outputs are the episode's state for an external server
+(``state_diff``: collection ``probe:<tool>``, key ``p<i>``, record ``{"output": canonical text}``; an
+error answer counts as no record), so a write can be checked by a read afterwards with the rubric's
+ordinary ``state`` check.
 """
 
 from __future__ import annotations
@@ -26,11 +34,14 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from toolkit.toolbox import ToolResult, ToolSpec
 
-OWN_KEY = "own_server"  # task.metadata key holding {"recipes": [...], "probes": [...], "read_tools": [...]}
+if TYPE_CHECKING:
+    from toolkit.records import Task
+
+OWN_KEY = "own_server"  # task.metadata key holding {"probes": [...], "read_tools": [...]} (once "recipes")
 SCRATCH = "{scratch}"
 
 
@@ -87,13 +98,13 @@ class ServerRecipe:
         return cls(**d)
 
 
-def parse_server(spec: str) -> ServerRecipe:
+def parse_server(spec: str, option: str = "--server") -> ServerRecipe:
     """``NAME=COMMAND`` (split like a shell line) or ``NAME=URL`` (http:// or https://)."""
     raw, sep, rest = spec.partition("=")
     name, rest = raw.strip(), rest.strip()
     if not sep or not name or not rest:
         raise ValueError(
-            f"--server {spec!r}: expected NAME=COMMAND or NAME=URL, e.g. memory='npx @modelcontextprotocol/server-memory'"
+            f"{option} {spec!r}: expected NAME=COMMAND or NAME=URL, e.g. memory='npx @modelcontextprotocol/server-memory'"
         )
     if rest.startswith(("http://", "https://")):
         return ServerRecipe(name, url=rest)
@@ -101,9 +112,33 @@ def parse_server(spec: str) -> ServerRecipe:
     return ServerRecipe(name, command=argv)
 
 
+def npm_servers(npm_dir: str | Path) -> dict[str, ServerRecipe]:
+    """The npm servers found under ``npm_dir`` (``.../node_modules``) as recipes, name -> recipe: the
+    filesystem server rooted at its scratch folder, the memory server keeping its file there."""
+    base = Path(npm_dir).resolve() / "@modelcontextprotocol"
+    out: dict[str, ServerRecipe] = {}
+    if shutil.which("node") is None:
+        return out
+    fs, mem = base / "server-filesystem" / "dist" / "index.js", base / "server-memory" / "dist" / "index.js"
+    if fs.exists():
+        out["filesystem"] = ServerRecipe("filesystem", command=["node", str(fs), SCRATCH])
+    if mem.exists():
+        out["memory"] = ServerRecipe(
+            "memory", command=["node", str(mem)], env={"MEMORY_FILE_PATH": f"{SCRATCH}/memory.jsonl"}
+        )
+    return out
+
+
+def task_recipes(task: Task) -> list[ServerRecipe]:
+    """How to start the task's servers that are not the kit's: ``Task.server_recipes``, or where task
+    files written before that field kept them (``metadata["own_server"]["recipes"]``)."""
+    raw = task.server_recipes or (task.metadata.get(OWN_KEY) or {}).get("recipes", [])
+    return [ServerRecipe.from_dict(r) for r in raw]
+
+
 @asynccontextmanager
 async def scratch_servers(recipes: Sequence[ServerRecipe]) -> AsyncIterator[list[Any]]:
-    """Fresh ``ExternalServer``s, each in its own seeded scratch folder, removed afterwards."""
+    """Fresh ``ExternalServer``s, each in a seeded scratch folder of its own, removed afterwards."""
     with tempfile.TemporaryDirectory(prefix="mcp-rl-own-") as tmp:
         servers = []
         for recipe in recipes:

@@ -237,11 +237,11 @@ def package_versions() -> dict[str, str | None]:
 def check_servers(tasks: Sequence[Task]) -> None:
     """Refuse, before any episode, tasks that name a server the kit cannot build: each of their
     episodes would end in an error that only the trajectories record."""
-    from toolkit.envs.recipe import OWN_KEY
+    from toolkit.envs.recipe import task_recipes
     from toolkit.envs.registry import server_names
 
-    # a task made for the user's own server carries how to start it
-    named = {(t.id, s) for t in tasks if not t.metadata.get(OWN_KEY) for s in t.servers}
+    # a server that is not the kit's (own, MCP-Atlas, npm, PyPI) comes with how to start it
+    named = {(t.id, s) for t in tasks for s in set(t.servers) - {r.name for r in task_recipes(t)}}
     known = server_names()
     unknown = sorted((task_id, name) for task_id, name in named if name not in known)
     if unknown:

@@ -10,8 +10,8 @@ outputs allow (``own_tasks``: lookup, chain, aggregate, abstain; ``own_writes``:
 pick a mix, and replay each task twice on fresh servers. A task is dropped when a call fails on replay,
 when an answer (or a value a chain picks) differs from what exploration saw, or when a write does not
 leave the recorded change. The summary counts explored, made, kept and dropped (with reasons) per
-server. Every task records the server's start recipe (``metadata["own_server"]``), so
-``open_episode(task)`` starts the server itself (``toolkit.envs.recipe``).
+server. Every task records the server's start recipe (``Task.server_recipes``) and its probes
+(``metadata["own_server"]``), so ``open_episode(task)`` starts the server itself (``toolkit.envs.recipe``).
 """
 
 from __future__ import annotations
@@ -83,7 +83,6 @@ def to_task(draft: Draft, recipe: ServerRecipe, exp: Exploration, index: int) ->
         "needed_tools": sorted({s.name for s in draft.steps}),
         "answer_from": draft.metadata.get("answer_from", []),
         OWN_KEY: {
-            "recipes": [recipe.to_dict()],
             "probes": draft.metadata.get("probes", []),
             "read_tools": read_tools,
         },
@@ -101,6 +100,7 @@ def to_task(draft: Draft, recipe: ServerRecipe, exp: Exploration, index: int) ->
         answers={a.key: a.value for a in draft.answers},
         rubric=build_rubric(draft),
         metadata=meta,
+        server_recipes=[recipe.to_dict()],
     )
 
 
