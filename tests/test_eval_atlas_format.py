@@ -297,14 +297,19 @@ def test_export_reads_back_under_the_upstream_rules(tmp_path, capsys):
     assert [r.task for r in read_atlas_tasks(tmp_path / "a.csv")] == [t.id for t in with_answers]
 
 
-def test_external_server_options(tmp_path):
-    from toolkit.eval.atlas_tasks import parse_externals
+def test_external_server_options_are_server_recipes(tmp_path):
+    from toolkit.envs.recipe import parse_server
 
-    servers = parse_externals(["time=mcp-server-time --local-timezone UTC"])
-    ext = servers["time"](tmp_path)
+    recipe = parse_server("time=mcp-server-time --local-timezone UTC", "--external")
+    ext = recipe.server(tmp_path)
     assert ext.name == "time" and ext.command == ["mcp-server-time", "--local-timezone", "UTC"]
-    with pytest.raises(ValueError, match="NAME=COMMAND"):
-        parse_externals(["time"])
+    assert ext.cwd == str(tmp_path)  # started in its scratch folder
+    with pytest.raises(ValueError, match="--external 'time': expected NAME=COMMAND"):
+        parse_server("time", "--external")
+    assert (
+        main(["atlas", "run", "--tasks", str(PUBLISHED), "--out", str(tmp_path / "o"), "--external", "x"])
+        == 2
+    )
 
 
 @pytest.mark.integration

@@ -16,6 +16,8 @@ from typing import Any
 from toolkit.argtypes import positive_int
 from toolkit.records import dumps
 
+NO_CUT = 2**40  # a tool-output budget no output reaches: the gold replay's outputs are kept whole
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
@@ -38,7 +40,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="append",
         default=[],
         metavar="NAME=COMMAND",
-        help="another stdio MCP server, e.g. time='mcp-server-time' (repeatable; started per episode)",
+        help="another MCP server, NAME=COMMAND or NAME=URL, e.g. time='mcp-server-time' (repeatable; a "
+        "command is started per episode in a scratch folder of its own)",
     )
     p.add_argument(
         "--map",
@@ -84,8 +87,10 @@ def _export(args: argparse.Namespace) -> int:
     from toolkit.records import Task, read_jsonl
 
     tasks = read_jsonl(args.tasks, Task)[: args.limit]
-    # the outputs come from replaying each task's gold calls on the kit's servers
-    trajs = rollout(tasks, GoldPolicy(), RolloutConfig(max_turns=args.max_turns, temperature=0.0))
+    # the outputs come from replaying each task's gold calls on the kit's servers, uncut: a record
+    # holds what the server answered, whatever its length
+    config = RolloutConfig(max_turns=args.max_turns, temperature=0.0, max_tool_output_tokens=NO_CUT)
+    trajs = rollout(tasks, GoldPolicy(), config)
     records, skipped = [], []
     for task, traj in zip(tasks, trajs, strict=True):
         tool_server = {s.name: s.server for s in tool_specs(list(task.servers))}
@@ -122,12 +127,10 @@ def _run(args: argparse.Namespace) -> int:
 
     from toolkit.agent.loop import RolloutConfig, policy_failure, rollout
     from toolkit.agent.policies import make_policy
+    from toolkit.envs.recipe import npm_servers, parse_server
     from toolkit.eval.atlas_tasks import (
         Skip,
         discover_servers,
-        episode_opener,
-        npm_servers,
-        parse_externals,
         parse_maps,
         read_atlas_tasks,
         replay_fidelity,
@@ -140,7 +143,9 @@ def _run(args: argparse.Namespace) -> int:
 
     records = read_atlas_tasks(args.tasks)[: args.limit]  # a bad record stops here, before any work
     maps = parse_maps(args.map)
-    externals = npm_servers(args.npm_dir) | parse_externals(args.external)
+    externals = npm_servers(args.npm_dir) | {
+        r.name: r for r in (parse_server(spec, "--external") for spec in args.external)
+    }
     pool = discover_servers(externals, maps)
     for name, why in pool.failed.items():
         print(f"server {name} did not start: {why}", file=sys.stderr)
@@ -163,12 +168,14 @@ def _run(args: argparse.Namespace) -> int:
             reward.grader.check_endpoint()  # a dead judge fails here, before the rollout
         policy = make_policy(args.policy)
         config = RolloutConfig(max_turns=args.max_turns, temperature=0.0)
+        if args.policy == "gold":  # no context to fit: its outputs stay whole, as fidelity compares them
+            config.max_tool_output_tokens = NO_CUT
         with Progress(len(tasks), "atlas") as progress:
+            # each task carries its servers' recipes: every episode starts them fresh
             trajs = rollout(
                 tasks,
                 policy,
                 config,
-                open_episode=episode_opener(externals),
                 on_done=lambda tr: progress.episode(error=tr.stop_reason == "error"),
             )
         # a failed episode is not scored: it is listed with its reason, as the endpoint's (the policy's
@@ -217,5 +224,8 @@ def _run(args: argparse.Namespace) -> int:
     )
     for server, row in summary.get("replay_fidelity", {}).get("servers", {}).items():
         rate = "n/a" if row["match_rate"] is None else f"{row['match_rate']:.2f}"
-        print(f"replay fidelity {server}: {row['matched']}/{row['compared']} outputs as recorded ({rate})")
+        cut = f", {row['cut']} cut by the tool-output budget, not compared" if row.get("cut") else ""
+        print(
+            f"replay fidelity {server}: {row['matched']}/{row['compared']} outputs as recorded ({rate}){cut}"
+        )
     return 0 if results else 1

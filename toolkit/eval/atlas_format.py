@@ -7,7 +7,13 @@ names), ``PROMPT``, ``GTFA_CLAIMS`` (JSON or a Python list literal: both samples
 (``name``, ``arguments`` as a JSON string) followed by ``role: "tool"`` messages holding the outputs
 (``content`` a string or a list of ``{"type": "text", "text"}`` blocks). The kit's older
 ``[{"tool", "args"}]`` form is still read. Optional: ``GTFA`` (the reference answer's prose),
-``REQUIRED_TOOLS``, ``REQUIRED_SERVERS``, ``SPLIT``.
+``REQUIRED_TOOLS``, ``REQUIRED_SERVERS``, ``SPLIT``, and the kit's own ``KIT_SEED`` (the world seed of a
+kit task written in the format, so that running it back replays the same data).
+
+Parquet columns may hold the list fields as text (JSON or a literal) or natively: lists of strings,
+trajectories as lists of structs (or maps). A Parquet struct has one set of fields for all rows, so a
+call's native arguments carry every argument name any call of the column has, absent ones as null:
+a null argument of a native trajectory is read as absent.
 
 Claims written as a Python literal are parsed with ``ast.literal_eval``, which reads literals only and
 never runs code. Anything wrong names the file, the record (and its line or row) and the field.
@@ -19,11 +25,14 @@ import ast
 import csv
 import json
 import math
+import re
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from toolkit.records import RecordError, iter_json_objects
 
 FIELDS = ("TASK", "ENABLED_TOOLS", "PROMPT", "GTFA_CLAIMS", "TRAJECTORY")
 
@@ -57,10 +66,15 @@ class AtlasTask:
     where: str = ""  # "record N (line L)" in its file
     final_answer: str | None = None  # the recorded final assistant message, else GTFA
     required_servers: list[str] = field(default_factory=list)
+    kit_seed: int = 0  # the kit world's seed (KIT_SEED); MCP-Atlas's own records have none
 
 
 def _blank(value: Any) -> bool:
-    return value is None or (isinstance(value, float) and math.isnan(value)) or value == ""
+    return (
+        value is None
+        or (isinstance(value, float) and math.isnan(value))
+        or (isinstance(value, str) and value == "")
+    )
 
 
 def _as_list(value: Any, raise_: Callable[[str], AtlasFormatError]) -> list[Any]:
@@ -174,9 +188,18 @@ def parse_record(record: Any, path: str | Path, where: str) -> AtlasTask:
         if _blank(record.get("REQUIRED_SERVERS"))
         else _as_list(record["REQUIRED_SERVERS"], err("REQUIRED_SERVERS"))
     )
+    seed = record.get("KIT_SEED")
+    if _blank(seed):
+        seed = 0
+    elif isinstance(seed, str) and seed.strip().lstrip("-").isdigit():
+        seed = int(seed)  # a CSV cell
+    elif isinstance(seed, float) and seed.is_integer():
+        seed = int(seed)  # a column pandas read as floats (another row left it empty)
+    if not isinstance(seed, int) or isinstance(seed, bool):
+        raise err("KIT_SEED")(f"must be an integer, got {seed!r}")
     return AtlasTask(
         str(record["TASK"]), tools, str(record["PROMPT"]), [c.strip() for c in claims], steps, where,
-        final, [str(s) for s in servers],
+        final, [str(s) for s in servers], seed,
     )  # fmt: skip
 
 
@@ -198,14 +221,44 @@ def _csv_records(path: Path) -> Iterator[tuple[Any, str]]:
 
 
 def _parquet_records(path: Path) -> Iterator[tuple[Any, str]]:
-    import pandas as pd
+    import pyarrow.parquet as pq
 
-    try:
-        frame = pd.read_parquet(path)
+    try:  # plain Python values: lists, dicts for structs and maps, None for nulls
+        rows = pq.read_table(path).to_pylist(maps_as_pydicts="strict")
     except Exception as exc:  # pyarrow's errors have many types; all mean "not a Parquet file we can read"
         raise AtlasFormatError(path, "file", None, f"not a readable Parquet file: {exc}") from None
-    for n, row in enumerate(frame.to_dict(orient="records"), start=1):
+    for n, row in enumerate(rows, start=1):
+        if isinstance(row.get("TRAJECTORY"), list):
+            row["TRAJECTORY"] = [_native_step(step) for step in row["TRAJECTORY"]]
         yield row, f"record {n} (row {n})"
+
+
+def _without_nulls(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_nulls(v) for v in value]
+    return value
+
+
+def _native_step(step: Any) -> Any:
+    """A step of a native Parquet trajectory with its arguments' nulls dropped (module docstring: a
+    struct column gives every call every argument name of the column)."""
+    if not isinstance(step, dict):
+        return step
+    step = dict(step)
+    for key in ("args", "arguments"):  # the older {tool, args} form
+        if isinstance(step.get(key), dict):
+            step[key] = _without_nulls(step[key])
+    calls = []
+    for tc in step.get("tool_calls") or []:
+        fn = tc.get("function") if isinstance(tc, dict) else None
+        if isinstance(fn, dict) and isinstance(fn.get("arguments"), dict):
+            tc = tc | {"function": fn | {"arguments": _without_nulls(fn["arguments"])}}
+        calls.append(tc)
+    if calls:
+        step["tool_calls"] = calls
+    return step
 
 
 def _json_records(path: Path, text: str) -> Iterator[tuple[Any, str]]:
@@ -227,15 +280,16 @@ def _json_records(path: Path, text: str) -> Iterator[tuple[Any, str]]:
         yield from ((r, f"record {i + 1}") for i, r in enumerate(whole))
         return
     count = 0
-    for n, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        count += 1
-        where = f"record {count} (line {n})"
-        try:
-            yield json.loads(line), where
-        except json.JSONDecodeError as exc:
-            raise AtlasFormatError(path, where, None, f"not JSON: {exc.msg}") from None
+    try:
+        for lineno, obj in iter_json_objects(path, what="MCP-Atlas"):
+            count += 1
+            yield obj, f"record {count} (line {lineno})"
+    except RecordError as exc:  # "<path>:<line>: ...": the record's number and line, as for CSV
+        line = re.match(rf"{re.escape(str(path))}:(\d+):", str(exc))
+        cause = exc.__cause__
+        problem = f"not JSON: {cause.msg}" if isinstance(cause, json.JSONDecodeError) else str(cause)
+        where = f"record {count + 1} (line {line.group(1)})" if line else f"record {count + 1}"
+        raise AtlasFormatError(path, where, None, problem) from None
 
 
 def read_atlas_tasks(path: str | Path) -> list[AtlasTask]:

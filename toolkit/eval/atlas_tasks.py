@@ -18,14 +18,11 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
-import tempfile
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
+from toolkit.envs.recipe import ServerRecipe, scratch_servers
 from toolkit.eval.atlas_format import AtlasFormatError, AtlasTask, read_atlas_tasks
 from toolkit.records import GoldCall, RubricItem, Task, Trajectory
 
@@ -44,6 +41,8 @@ ATLAS_SERVERS = (
     "weather-data", "whois", "wikipedia",
 )  # fmt: skip
 _SEPARATORS = ("_", "__", ".", "-")
+# The marker the agent loop puts after an output it cut to its tool-output budget (agent/output_cut.py)
+CUT_MARKER = re.compile(r"\n\[\.\.\. truncated: showing \d+ of \d+ (tokens|characters)[;\]]")
 
 
 class AmbiguousTool(ValueError):
@@ -53,11 +52,13 @@ class AmbiguousTool(ValueError):
 @dataclass
 class ServerPool:
     """What can run here. ``tools``: server -> its tool names (as the server lists them); ``kit``:
-    pool name -> the kit's domain server that serves it; ``failed``: server -> why it did not start;
-    ``stand_ins``: MCP-Atlas server -> the kit server the user mapped to it."""
+    pool name -> the kit's domain server that serves it; ``recipes``: external server -> how each
+    episode starts it; ``failed``: server -> why it did not start; ``stand_ins``: MCP-Atlas server ->
+    the kit server the user mapped to it."""
 
     tools: dict[str, set[str]] = field(default_factory=dict)
     kit: dict[str, str] = field(default_factory=dict)
+    recipes: dict[str, ServerRecipe] = field(default_factory=dict)
     failed: dict[str, str] = field(default_factory=dict)
     stand_ins: dict[str, str] = field(default_factory=dict)
 
@@ -129,14 +130,15 @@ def to_kit_task(at: AtlasTask, pool: ServerPool) -> Task | Skip:
             dropped[name] = f"its name '{hit[1]}' is taken by server '{chosen[hit[1]][0]}' in this task"
         else:
             chosen.setdefault(hit[1], hit)
-    servers = sorted({pool.kit.get(s, s) for s, _ in chosen.values()})
+    used = sorted({s for s, _ in chosen.values()})
+    servers = sorted({pool.kit.get(s, s) for s in used})
     metadata: dict[str, Any] = {
         "kind": "atlas",
         "source": "mcp-atlas",
         "where": at.where,
         "atlas": {
             "dropped_tools": dropped,
-            "servers": {s: pool.kit.get(s, s) for s in sorted({s for s, _ in chosen.values()})},
+            "servers": {s: pool.kit.get(s, s) for s in used},
             # the outputs the published trajectory recorded, one per gold call (None: not recorded)
             "recorded": [[s, t, step.output] for (s, t), step in zip(gold, at.trajectory, strict=True)],
         },
@@ -151,7 +153,7 @@ def to_kit_task(at: AtlasTask, pool: ServerPool) -> Task | Skip:
         prompt=at.prompt,
         servers=servers,
         tools=sorted(chosen),
-        seed=0,
+        seed=at.kit_seed,
         gold=[GoldCall(tool, step.args) for (_, tool), step in zip(gold, at.trajectory, strict=True)],
         answers={},
         rubric=[
@@ -159,50 +161,12 @@ def to_kit_task(at: AtlasTask, pool: ServerPool) -> Task | Skip:
             for i, c in enumerate(at.claims)
         ],
         metadata=metadata,
+        # the servers that are not the kit's: each episode starts them fresh (toolkit.envs.recipe)
+        server_recipes=[pool.recipes[s].to_dict() for s in used if s in pool.recipes],
     )
 
 
 # ---- servers --------------------------------------------------------------------------------------
-
-ServerFactory = Callable[[Path], Any]  # a fresh scratch folder -> ExternalServer
-
-
-def npm_servers(npm_dir: str | Path) -> dict[str, ServerFactory]:
-    """The external npm servers found under ``npm_dir`` (``.../node_modules``): name -> a factory
-    taking a fresh scratch folder (each episode gets its own: a new filesystem root, a new memory file)."""
-    from toolkit.envs.external import ExternalServer
-
-    base = Path(npm_dir).resolve() / "@modelcontextprotocol"
-    out: dict[str, ServerFactory] = {}
-    if shutil.which("node") is None:
-        return out
-    fs, mem = base / "server-filesystem" / "dist" / "index.js", base / "server-memory" / "dist" / "index.js"
-    if fs.exists():
-        out["filesystem"] = lambda d: ExternalServer(
-            "filesystem", command=["node", str(fs), str(d)], cwd=str(d)
-        )
-    if mem.exists():
-        out["memory"] = lambda d: ExternalServer(
-            "memory", command=["node", str(mem)], env={"MEMORY_FILE_PATH": str(d / "memory.jsonl")}
-        )
-    return out
-
-
-def parse_externals(specs: Sequence[str]) -> dict[str, ServerFactory]:
-    """``NAME=COMMAND`` options as server factories (each episode starts the command in a fresh
-    scratch folder)."""
-    import shlex
-
-    from toolkit.envs.external import ExternalServer
-
-    out: dict[str, ServerFactory] = {}
-    for spec in specs:
-        raw, sep, command = spec.partition("=")
-        name, argv = raw.strip(), shlex.split(command)
-        if not sep or not name or not argv:
-            raise ValueError(f"--external {spec!r}: expected NAME=COMMAND, e.g. time='mcp-server-time'")
-        out[name] = lambda d, n=name, a=argv: ExternalServer(n, command=a, cwd=str(d))
-    return out
 
 
 def parse_maps(specs: Sequence[str]) -> dict[str, str]:
@@ -222,7 +186,7 @@ def parse_maps(specs: Sequence[str]) -> dict[str, str]:
 
 
 def discover_servers(
-    externals: Mapping[str, ServerFactory], maps: Mapping[str, str] | None = None, timeout: float = 30
+    externals: Mapping[str, ServerRecipe], maps: Mapping[str, str] | None = None, timeout: float = 30
 ) -> ServerPool:
     """Start each external server once to list its tools (one that fails is recorded, not fatal) and
     add the kit's domain servers, except those named like one of MCP-Atlas's servers (unless mapped)."""
@@ -245,32 +209,19 @@ def discover_servers(
         pool.kit[atlas] = kit
         pool.stand_ins[atlas] = f"the kit's '{kit}' server (--map {atlas}={kit})"
 
-    async def listing(factory: ServerFactory) -> set[str]:
-        with tempfile.TemporaryDirectory() as d, anyio.fail_after(timeout + 5):
-            async with open_episode(servers=[], external=[factory(Path(d))], timeout=timeout) as tb:
-                return {t.name for t in await tb.list_tools()}
+    async def listing(recipe: ServerRecipe) -> set[str]:
+        with anyio.fail_after(2 * (timeout + 5)):  # two tries of the start (open_episode retries once)
+            async with scratch_servers([recipe]) as servers:
+                async with open_episode(servers=[], external=servers, timeout=timeout) as tb:
+                    return {t.name for t in await tb.list_tools()}
 
-    for name, factory in externals.items():
+    for name, recipe in externals.items():
         try:
-            pool.tools[name] = anyio.run(listing, factory)
+            pool.tools[name] = anyio.run(listing, recipe)
+            pool.recipes[name] = recipe
         except Exception as exc:  # noqa: BLE001 (any start failure skips its tasks, never the run)
             pool.failed[name] = f"{type(exc).__name__}: {exc}"[:300]
     return pool
-
-
-def episode_opener(externals: Mapping[str, ServerFactory]) -> Callable[[Task], Any]:
-    """``task -> async context manager``: the task's kit servers plus fresh external processes, each
-    with its own scratch folder, removed when the episode ends."""
-    from toolkit.envs import open_episode
-
-    @asynccontextmanager
-    async def opener(task: Task) -> AsyncIterator[Any]:
-        with tempfile.TemporaryDirectory(prefix="atlas-") as d:
-            ext = [externals[s](Path(d)) for s in task.servers if s in externals]
-            async with open_episode(task, external=ext, timeout=30) as tb:
-                yield tb
-
-    return opener
 
 
 # ---- replay fidelity ------------------------------------------------------------------------------
@@ -286,9 +237,16 @@ def _normal(text: str | None) -> Any:
         return re.sub(r"\s+", " ", text).strip()
 
 
+def was_cut(text: str | None) -> bool:
+    """Whether a call's output carries the loop's cut marker (``toolkit.agent.output_cut``)."""
+    return text is not None and CUT_MARKER.search(text) is not None
+
+
 def replay_fidelity(tasks: Sequence[Task], trajs: Sequence[Trajectory]) -> dict[str, Any]:
     """Per server and per task: how many of the gold replay's outputs equal the published ones
-    (``match_rate``), and the first mismatch. Calls without a recorded output are not compared."""
+    (``match_rate``), and the first mismatch. Calls without a recorded output are not compared; nor
+    are outputs the loop cut to its budget (``cut``): part of an output is not what was recorded, and
+    the cut is the loop's, not the server's."""
     servers: dict[str, dict[str, Any]] = {}
     per_task: dict[str, dict[str, int]] = {}
     for task, traj in zip(tasks, trajs, strict=True):
@@ -299,7 +257,12 @@ def replay_fidelity(tasks: Sequence[Task], trajs: Sequence[Trajectory]) -> dict[
             if expected is None:
                 continue
             got = made[i].result if i < len(made) and made[i].name == tool else None
-            entry = servers.setdefault(server, {"compared": 0, "matched": 0, "first_mismatch": None})
+            entry = servers.setdefault(
+                server, {"compared": 0, "matched": 0, "cut": 0, "first_mismatch": None}
+            )
+            if was_cut(got):
+                entry["cut"] += 1
+                continue
             entry["compared"] += 1
             row["compared"] += 1
             if got is not None and _normal(got) == _normal(expected):
@@ -380,6 +343,9 @@ def to_atlas_record(task: Task, traj: Trajectory, tool_server: Mapping[str, str]
         return Skip(task.id, "no answer values: MCP-Atlas judges the final answer only")
     if traj.stop_reason == "error" or not all(c.ok for c in traj.calls):
         return Skip(task.id, f"the gold replay failed ({traj.stop_reason})")
+    cut = next((i for i, c in enumerate(traj.calls) if was_cut(c.result)), None)
+    if cut is not None:  # a record holds what the server answered, never less
+        return Skip(task.id, f"call {cut + 1}'s output was cut to the loop's tool-output budget")
 
     def prefixed(tool: str) -> str:
         return f"{tool_server[tool]}_{tool}"
@@ -413,4 +379,6 @@ def to_atlas_record(task: Task, traj: Trajectory, tool_server: Mapping[str, str]
         "GTFA_CLAIMS": json.dumps(claims, ensure_ascii=False),
         "REQUIRED_TOOLS": json.dumps([prefixed(t) for t in required]),
         "REQUIRED_SERVERS": json.dumps(sorted({tool_server[t] for t in required})),
+        # the kit's world seed, so that running the record back replays the same data (not MCP-Atlas's)
+        "KIT_SEED": task.seed,
     }
