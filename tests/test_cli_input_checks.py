@@ -79,7 +79,7 @@ def no_stage(monkeypatch):
 
     monkeypatch.setattr(pipeline, "make_backend", started)
     monkeypatch.setattr(pipeline, "run_stages", started)
-    monkeypatch.setattr(pipeline, "synthesize_tasks", started)
+    monkeypatch.setattr("toolkit.train.task_sources.synthesize_tasks", started)
 
 
 TRAIN = ["train", "--recipe", "cpu-demo", "--model", "tiny-random", "--backend", "cpu"]

@@ -9,7 +9,20 @@ import ast
 
 from toolkit.paths import PACKAGE_DIR
 
-BASE = {"__init__", "records", "paths", "models", "aio", "toolbox", "colab", "checks", "argtypes", "reaper"}
+BASE = {
+    "__init__",
+    "records",
+    "paths",
+    "models",
+    "aio",
+    "toolbox",
+    "colab",
+    "checks",
+    "argtypes",
+    "reaper",
+    "runs",
+}
+BASE |= {"endpoint"}  # the one endpoint type and chat call, for every layer's chat clients
 LAYER = {"envs": 1, "synth": 2, "rewards": 3, "agent": 4, "train": 5, "eval": 5, "cli": 6, "notebooks": 6}
 # No circle is allowed (the last one, train/pipeline.py <-> unsloth_backend.py, went with the one pipeline).
 KNOWN_CIRCLES: set[frozenset[str]] = set()

@@ -83,7 +83,10 @@ def test_a_screen_that_keeps_nothing_or_a_bad_pool_file_is_a_clear_error(tmp_pat
         screen_pool(tasks, fake_sample, scores_by_task({}), samples=1, min_spread=0.05)
     bad = tmp_path / "pool.jsonl"
     bad.write_text('{"task_id": "t0", "kept": true}\n{"task_id": "t1"}\n')
-    with pytest.raises(ValueError, match=r"pool.jsonl, line 2: not a pool row"):
+    with pytest.raises(ValueError, match=r"pool.jsonl:2: not a valid pool row record: missing \['kept'\]"):
+        PoolScreen.read(bad)
+    bad.write_text('{"task_id": "t0", "kept": true}\n{"task_id": "t1", "kep\n')  # cut short by a kill
+    with pytest.raises(ValueError, match=r"pool.jsonl:2: not a valid pool row record"):
         PoolScreen.read(bad)
     bad.write_text("\n")
     with pytest.raises(ValueError, match="no pool rows"):
@@ -142,7 +145,7 @@ def test_the_pipeline_screens_only_sampled_kinds_cuts_the_weights_and_reads_the_
 ):
     import toolkit.agent.loop
     from toolkit.train.config import recipe_from_dict
-    from toolkit.train.pipeline import screened_grpo_pool
+    from toolkit.train.stages import screened_grpo_pool
 
     tasks = tasks_of(["lookup", "lookup", "write", "abstain", "chain"])
     table = {"t0": [0.0, 0.45], "t1": [0.45, 0.45], "t2": [0.45, 0.0], "t4": [0.0, 0.0]}
@@ -165,23 +168,23 @@ def test_the_pipeline_screens_only_sampled_kinds_cuts_the_weights_and_reads_the_
             "grpo_sampling": {"prescreen_samples": 2, "min_spread": 0.05, "kind_weights": weights},
         }
     )
-    backend, warm = FakeBackend(), tmp_path / "sft" / "adapter"
-    pool, sampling, summary = screened_grpo_pool(recipe, backend, warm, tasks, "the-loop", tmp_path, False)
+    backend, warm, pool_file = FakeBackend(), tmp_path / "sft" / "adapter", tmp_path / "grpo" / "pool.jsonl"
+    pool, sampling, summary = screened_grpo_pool(recipe, backend, warm, tasks, "the-loop", pool_file, False)
     assert sampled == [["t0", "t1", "t2", "t4"]]  # the abstain task (weight 0) is not screened
     assert [t.id for t in pool] == ["t0", "t2"]
     assert sampling["kind_weights"] == {"lookup": 1.0, "write": 1.0}  # chain kept no task: no weight
     assert recipe.grpo_sampling["kind_weights"] == weights  # the recipe itself is unchanged
     assert summary["kept"] == 2 and summary["screened"] == 4
     assert backend.policies == [(warm, "prescreen")] and backend.released == 1
-    assert len((tmp_path / "pool.jsonl").read_text().splitlines()) == 4
+    assert len(pool_file.read_text().splitlines()) == 4
     # resumed: the screen is read back, nothing is sampled again
-    again = screened_grpo_pool(recipe, FakeBackend(), warm, tasks, "the-loop", tmp_path, True)
+    again = screened_grpo_pool(recipe, FakeBackend(), warm, tasks, "the-loop", pool_file, True)
     assert [t.id for t in again[0]] == ["t0", "t2"] and len(sampled) == 1
     # off: the pool and the section as they were
     plain = recipe_from_dict({"model": "tiny-random", "reward": ["outcome"]})
-    assert screened_grpo_pool(plain, FakeBackend(), warm, tasks, "the-loop", tmp_path, False) == (
+    assert screened_grpo_pool(plain, FakeBackend(), warm, tasks, "the-loop", pool_file, False) == (
         tasks,
         {},
         None,
     )
-    assert json.loads((tmp_path / "pool.jsonl").read_text().splitlines()[0])["task_id"] == "t0"
+    assert json.loads(pool_file.read_text().splitlines()[0])["task_id"] == "t0"

@@ -132,7 +132,7 @@ def test_weighted_rewards_match_trl_sum_and_mark_unscorable_rows():
 def test_answer_correct_share_grades_the_final_answer(tmp_path):
     from toolkit.agent.loop import RolloutConfig, rollout
     from toolkit.train.diagnostics import answer_correct_share
-    from toolkit.train.pipeline import read_tasks, synthesize_tasks
+    from toolkit.train.task_sources import read_tasks, synthesize_tasks
 
     train, _ = synthesize_tasks({"preset": "cpu", "n": 10, "n_eval": 2, "seed": 5}, tmp_path)
     tasks = read_tasks(train, "train")[:6]
@@ -205,7 +205,8 @@ def test_learning_curve_figure_needs_two_points(tmp_path):
 def test_a_pair_of_adapters_on_a_fresh_seed_is_evaluated_as_the_test_sets_are(tmp_path):
     """What notebook 05 does with the shipped adapters: the recipe's test-set synthesis from another seed
     and its evaluation loop, through ``evaluate_pair``."""
-    from toolkit.train.pipeline import evaluate_pair, held_out_set, test_sets
+    from toolkit.train.pipeline import evaluate_pair
+    from toolkit.train.task_sources import held_out_set, test_sets
 
     recipe = recipe_from_dict({**RECIPE, "sft": {"max_steps": 1}})
 

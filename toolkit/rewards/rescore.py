@@ -19,16 +19,24 @@ each under its own group, and every scored episode carries ``kept`` (true when t
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from toolkit.aio import run_sync
-from toolkit.records import FINISH_TOOL, CallRecord, RecordError, Task, Trajectory, read_jsonl
+from toolkit.records import (
+    FINISH_TOOL,
+    CallRecord,
+    RecordError,
+    Task,
+    Trajectory,
+    iter_json_objects,
+    read_jsonl,
+)
 from toolkit.rewards.base import Reward, answer_text, model_calls
 from toolkit.rewards.finished import REPLIED
+from toolkit.runs import RunFolder
 
 ROLLOUT_FIELDS = ("task_id", "stop_reason", "final_answer", "calls", "messages")
 PATTERNS = (
@@ -43,38 +51,34 @@ PATTERNS = (
 
 
 def read_rollouts(path: str | Path) -> list[tuple[int, Trajectory]]:
-    """(step, trajectory) for every line of a rollout log; a bad line raises RecordError naming the file
-    and line, and so does an empty file. The record's ``round`` and ``kept`` (``rollout_log_record``)
-    go into the trajectory's metadata."""
+    """(step, trajectory) for every line of a rollout log (or of a run folder's: ``RunFolder.rollouts_file``);
+    a bad line raises RecordError naming the file and line, and so does an empty file. The record's
+    ``round`` and ``kept`` (``rollout_log_record``) go into the trajectory's metadata."""
     path = Path(path)
+    if path.is_dir():
+        path = RunFolder(path).rollouts_file
     out: list[tuple[int, Trajectory]] = []
-    with path.open("rb") as fh:
-        for lineno, raw in enumerate(fh, start=1):
-            if not raw.strip():
-                continue
-            try:
-                rec = json.loads(raw.decode("utf-8"))
-                if not isinstance(rec, dict):
-                    raise TypeError(f"expected a JSON object, got {type(rec).__name__}")
-                missing = [k for k in ROLLOUT_FIELDS if k not in rec]
-                if missing:
-                    raise KeyError(f"missing field(s) {missing}")
-                answer = rec["final_answer"] or ""
-                traj = Trajectory.from_dict(
-                    {
-                        "task_id": rec["task_id"],
-                        "messages": rec["messages"],
-                        "calls": rec["calls"],
-                        "final_answer": answer,
-                        "stop_reason": rec["stop_reason"],
-                        "n_parse_errors": int(rec.get("n_parse_errors", 0)),
-                        "turn_answers": [answer] if answer else [],
-                        "metadata": {"round": int(rec.get("round", 0)), "kept": bool(rec.get("kept", True))},
-                    }
-                )
-                out.append((int(rec.get("step", 0)), traj))
-            except (ValueError, TypeError, KeyError, RecursionError) as exc:
-                raise RecordError(f"{path}:{lineno}: not a rollout log record: {exc}") from exc
+    for lineno, rec in iter_json_objects(path, what="rollout log"):
+        try:
+            missing = [k for k in ROLLOUT_FIELDS if k not in rec]
+            if missing:
+                raise KeyError(f"missing field(s) {missing}")
+            answer = rec["final_answer"] or ""
+            traj = Trajectory.from_dict(
+                {
+                    "task_id": rec["task_id"],
+                    "messages": rec["messages"],
+                    "calls": rec["calls"],
+                    "final_answer": answer,
+                    "stop_reason": rec["stop_reason"],
+                    "n_parse_errors": int(rec.get("n_parse_errors", 0)),
+                    "turn_answers": [answer] if answer else [],
+                    "metadata": {"round": int(rec.get("round", 0)), "kept": bool(rec.get("kept", True))},
+                }
+            )
+            out.append((int(rec.get("step", 0)), traj))
+        except (ValueError, TypeError, KeyError, RecursionError) as exc:
+            raise RecordError(f"{path}:{lineno}: not a rollout log record: {exc}") from exc
     if not out:
         raise RecordError(f"{path}: no rollout records in the file (it is empty)")
     return out

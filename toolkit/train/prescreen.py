@@ -25,10 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from toolkit.records import Task, Trajectory
+from toolkit.records import RecordError, Task, Trajectory, iter_json_objects
 from toolkit.train.batching import group_spread, task_kind
-
-POOL_FILE = "pool.jsonl"  # one row per screened task, in <out>/grpo/
 
 
 @dataclass
@@ -56,18 +54,15 @@ class PoolScreen:
 
     @classmethod
     def read(cls, path: Path) -> PoolScreen:
+        """The screen written by ``write``; a bad line raises RecordError (a ValueError) naming file:line."""
         rows = []
-        for n, line in enumerate(path.read_text().splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-                row["task_id"], row["kept"]  # noqa: B018 - both keys must be there
-            except (json.JSONDecodeError, KeyError, TypeError) as exc:
-                raise ValueError(f"{path}, line {n}: not a pool row ({exc})") from exc
+        for lineno, row in iter_json_objects(path, what="pool row"):
+            missing = [key for key in ("task_id", "kept") if key not in row]
+            if missing:
+                raise RecordError(f"{path}:{lineno}: not a valid pool row record: missing {missing}")
             rows.append(row)
         if not rows:
-            raise ValueError(f"{path}: no pool rows")
+            raise RecordError(f"{path}: no pool rows")
         return cls(rows)
 
 

@@ -12,7 +12,7 @@ import json
 import shutil
 from pathlib import Path
 
-KEPT_FILES = ("summary.json", "recipe.json", "metrics.jsonl")
+from toolkit.runs import RunFolder
 
 
 def publish_run(run: str | Path, dest: str | Path) -> list[Path]:
@@ -21,31 +21,31 @@ def publish_run(run: str | Path, dest: str | Path) -> list[Path]:
     Raises FileNotFoundError naming the missing file when ``run`` is not a finished, evaluated run."""
     from toolkit.eval.plots import load_run, plot_all, plot_before_after, plot_learning_curve
 
-    run, dest = Path(run), Path(dest)
-    for name in KEPT_FILES:
-        if not (run / name).is_file():
-            raise FileNotFoundError(f"{run / name}: missing; publish needs a finished run")
-    summary = json.loads((run / "summary.json").read_text())
+    run, dest = RunFolder(run), Path(dest)
+    for path in run.published_files():
+        if not path.is_file():
+            raise FileNotFoundError(f"{path}: missing; publish needs a finished run")
+    summary = json.loads(run.summary_file.read_text())
     if "comparison" not in summary:
-        raise FileNotFoundError(f"{run / 'summary.json'}: no comparison; run it with --evaluate first")
-    before = run / "eval" / ("sft" if (run / "eval" / "sft").is_dir() else "base")
+        raise FileNotFoundError(f"{run.summary_file}: no comparison; run it with --evaluate first")
+    warm = run.evaluated_warm_start()
     dest.mkdir(parents=True, exist_ok=True)
     written = []
-    for name in KEPT_FILES:
-        shutil.copyfile(run / name, dest / name)
-        written.append(dest / name)
-    labels = [before.name + "-only" if before.name == "sft" else before.name, "sft+grpo"]
+    # the published record keeps the run's file names: RunFolder reads it as it reads the run
+    for src, copy in zip(run.published_files(), RunFolder(dest).published_files(), strict=True):
+        shutil.copyfile(src, copy)
+        written.append(copy)
+    labels = ["sft-only" if warm else "base", "sft+grpo"]
     written += plot_all(
-        [before, run / "eval" / "grpo"],
+        [run.eval_before(warm), run.eval_after()],
         dest,
         labels=labels,
-        metrics_file=run / "metrics.jsonl",
+        metrics_file=run.metrics_file,
         reference=None,
     )
     if len(summary.get("curve") or []) > 1:  # mcp-rl train --curve
         written += plot_learning_curve(summary["curve"], dest)
     for seed in sorted(summary.get("test") or {}):
-        folder = run / "eval" / f"test-seed{seed}"
-        runs = [load_run(folder / before.name, labels[0]), load_run(folder / "grpo", labels[1])]
+        runs = [load_run(run.eval_before(warm, seed), labels[0]), load_run(run.eval_after(seed), labels[1])]
         written += plot_before_after(runs, dest, name=f"before_after_test_seed{seed}")
     return written

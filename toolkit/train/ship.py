@@ -27,11 +27,10 @@ from pathlib import Path
 from typing import Any
 
 from toolkit.paths import DATA_DIR
+from toolkit.runs import RunFolder, ShippedFolder, seed_set_name
 
 ADAPTERS_DIR = DATA_DIR / "adapters"
 DEFAULT_SHIPPED = "cpu-learn"  # the frozen issue-31 recipe's adapters
-# shipped name -> the adapter's folder in a run folder
-SOURCES = {"warm_start": "sft/adapter", "grpo": "adapter"}
 ADAPTER_FILES = ("adapter_config.json", "adapter_model.safetensors")
 PRIMARY_METRIC = "pass@0.75"
 # A shipped adapter's logits may differ from its source's by at most this share of the adapter's own
@@ -59,12 +58,16 @@ class Shipped:
     record: dict[str, Any]
 
     @property
+    def layout(self) -> ShippedFolder:
+        return ShippedFolder(self.folder)
+
+    @property
     def warm_start(self) -> Path:
-        return self.folder / "warm_start"
+        return self.layout.warm_start
 
     @property
     def grpo(self) -> Path:
-        return self.folder / "grpo"
+        return self.layout.grpo
 
     @property
     def model(self) -> str:
@@ -73,33 +76,41 @@ class Shipped:
     def recipe(self) -> Any:
         from toolkit.train.config import load_recipe
 
-        return load_recipe(self.folder / "recipe.json")
+        return load_recipe(self.layout.recipe_file)
 
 
 def load_shipped(folder: str | Path) -> Shipped:
     """The shipped pair in ``folder``; a missing file raises FileNotFoundError naming it."""
-    folder = Path(folder)
-    needed = ["record.json", "recipe.json", *(f"{side}/{f}" for side in SOURCES for f in ADAPTER_FILES)]
-    for name in needed:
-        if not (folder / name).is_file():
+    layout = ShippedFolder(folder)
+    for path in [layout.record_file, layout.recipe_file, *shipped_adapter_files(layout)]:
+        if not path.is_file():
             raise FileNotFoundError(
-                f"{folder / name}: missing; ship a finished run with `mcp-rl train --out RUN --ship {folder}`"
+                f"{path}: missing; ship a finished run with `mcp-rl train --out RUN --ship {layout.root}`"
             )
-    return Shipped(folder, json.loads((folder / "record.json").read_text()))
+    return Shipped(layout.root, json.loads(layout.record_file.read_text()))
+
+
+def shipped_adapter_files(layout: ShippedFolder) -> list[Path]:
+    return [layout.side(side) / name for side in ShippedFolder.SIDES for name in ADAPTER_FILES]
+
+
+def shipped_files(layout: ShippedFolder) -> list[Path]:
+    """What a shipped pair holds besides its record (each with its sha256 in the record)."""
+    return [*shipped_adapter_files(layout), layout.recipe_file]
 
 
 def sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def _source_adapters(run: Path) -> dict[str, Path]:
-    sources = {side: run / rel for side, rel in SOURCES.items()}
+def _source_adapters(run: RunFolder) -> dict[str, Path]:
+    sources = ShippedFolder.sources(run)
     for folder in sources.values():
         for name in ADAPTER_FILES:
             if not (folder / name).is_file():
                 raise FileNotFoundError(f"{folder / name}: missing; ship needs a finished run's adapters")
-    if not (run / "recipe.json").is_file():
-        raise FileNotFoundError(f"{run / 'recipe.json'}: missing; ship needs the run's recipe")
+    if not run.recipe_file.is_file():
+        raise FileNotFoundError(f"{run.recipe_file}: missing; ship needs the run's recipe")
     return sources
 
 
@@ -160,7 +171,7 @@ def check_shipped(model: str, source: Path, shipped: Path) -> dict[str, float]:
 def run_comparison(run: Path) -> dict[str, Any]:
     """The run's pass@0.75 comparisons from ``summary.json``: ``dev`` and ``test-seed<S>`` (empty when
     the run has no summary or no evaluation)."""
-    path = run / "summary.json"
+    path = RunFolder(run).summary_file
     if not path.is_file():
         return {}
     summary = json.loads(path.read_text())
@@ -169,7 +180,7 @@ def run_comparison(run: Path) -> dict[str, Any]:
         out["dev"] = summary["comparison"][PRIMARY_METRIC]
     for seed, test in sorted((summary.get("test") or {}).items()):
         if PRIMARY_METRIC in test.get("comparison", {}):
-            out[f"test-seed{seed}"] = {"n_tasks": test.get("n_tasks"), **test["comparison"][PRIMARY_METRIC]}
+            out[seed_set_name(seed)] = {"n_tasks": test.get("n_tasks"), **test["comparison"][PRIMARY_METRIC]}
     return out
 
 
@@ -179,47 +190,47 @@ def ship_adapters(run: str | Path, dest: str | Path) -> Path:
 
     Raises FileNotFoundError naming a missing adapter file, ShipError when a shipped adapter does not
     reproduce its source."""
-    run, dest = Path(run), Path(dest)
+    run, dest = RunFolder(run), Path(dest)
     sources = _source_adapters(run)
-    recipe = json.loads((run / "recipe.json").read_text())
+    recipe = json.loads(run.recipe_file.read_text())
     model = recipe["model"]
     tmp = dest.parent / f".{dest.name}.shipping"
+    staged, final = ShippedFolder(tmp), ShippedFolder(dest)  # written into tmp, renamed to dest when checked
     shutil.rmtree(tmp, ignore_errors=True)
     try:
         checks = {}
         for side, src in sources.items():
-            write_bf16_adapter(src, tmp / side, model)
-            checks[side] = check_shipped(model, src, tmp / side)
-        shutil.copyfile(run / "recipe.json", tmp / "recipe.json")
-        shipped = [f"{side}/{name}" for side in SOURCES for name in ADAPTER_FILES] + ["recipe.json"]
+            write_bf16_adapter(src, staged.side(side), model)
+            checks[side] = check_shipped(model, src, staged.side(side))
+        shutil.copyfile(run.recipe_file, staged.recipe_file)
         record = {
-            "run": str(run),
+            "run": str(run.root),
             "recipe": recipe.get("name"),
             "model": model,
             "dtype": "bfloat16",
             "sources": {side: str(src) for side, src in sources.items()},
             "source_sha256": {
-                f"{side}/{name}": sha256(src / name)
+                staged.relative(staged.side(side) / name): sha256(src / name)
                 for side, src in sources.items()
                 for name in ADAPTER_FILES
             },
-            "sha256": {name: sha256(tmp / name) for name in shipped},
+            "sha256": {staged.relative(path): sha256(path) for path in shipped_files(staged)},
             "logit_check": checks,
             "comparison": run_comparison(run),
             "commands": {
                 # the recipe as run, in a new folder (the run's own command line is not recorded)
-                "reproduce": f"mcp-rl train --recipe {dest}/recipe.json --out RUN --evaluate --test --curve",
-                "ship": f"mcp-rl train --out {run} --ship {dest}",
+                "reproduce": f"mcp-rl train --recipe {final.recipe_file} --out RUN --evaluate --test --curve",
+                "ship": f"mcp-rl train --out {run.root} --ship {dest}",
                 # with the recipe's loop, so it prompts and decodes as the run's own evaluation did
                 "evaluate": (
-                    f"mcp-rl eval --policy {model} --adapter {dest}/grpo --recipe {dest}/recipe.json "
+                    f"mcp-rl eval --policy {model} --adapter {final.grpo} --recipe {final.recipe_file} "
                     "--suite kit-eval --tasks TASKS.jsonl --out OUT"
                 ),
             },
         }
-        (tmp / "record.json").write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
+        staged.record_file.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
         shutil.rmtree(dest, ignore_errors=True)
         tmp.rename(dest)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return dest / "record.json"
+    return final.record_file

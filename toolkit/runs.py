@@ -1,0 +1,222 @@
+"""Where a training run keeps what: the one place that knows a run folder's layout (``mcp-rl train --out``),
+and that of the two folders made from a run (a published record, a shipped adapter pair).
+
+A run folder (``RunFolder``):
+
+- ``recipe.json``: the recipe as run (``--resume`` continues with it)
+- ``summary.json``: what the run reported (comparisons, timings, the test sets, the learning curve)
+- ``metrics.jsonl``: one JSON object per logged step (``phase``: sft | grpo)
+- ``tasks/``: tasks synthesised for the run (``train.jsonl``, ``eval.jsonl``), ``tasks/test-seed<S>/``
+- ``sft/``: the warm start's trainer output, its adapter in ``sft/adapter/``
+- ``grpo/``: TRL's output: ``checkpoint-N/``, the rollout log ``rollouts.jsonl``, the screened pool
+  ``pool.jsonl``
+- ``adapter/``: the final LoRA adapter (``merged/``: the base model with it merged)
+- ``eval/``: ``toolkit.eval.run_eval`` folders: ``sft/`` (or ``base/`` without a warm start) and ``grpo/``,
+  ``curve/step-N/``, ``test-seed<S>/{sft|base,grpo}/``, ``adapter/`` (the closing command's)
+
+A published record (``--publish``) keeps the run's ``summary.json``, ``recipe.json`` and ``metrics.jsonl``
+under the same names, so ``RunFolder`` reads it too. A shipped pair (``ShippedFolder``, ``--ship``):
+``recipe.json``, ``record.json``, ``warm_start/`` (the run's ``sft/adapter``) and ``grpo/`` (its
+``adapter``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+ADAPTER_MARKER = "adapter_config.json"  # PEFT writes it with every adapter: the adapter is there
+EVAL_MARKER = "results.json"  # run_eval writes it last: the evaluation finished
+
+
+def seed_set_name(seed: int | str) -> str:
+    """A test set's name, in ``tasks/``, in ``eval/`` and in ``summary.json``-derived records."""
+    return f"test-seed{seed}"
+
+
+def has_adapter(folder: Path) -> bool:
+    return (folder / ADAPTER_MARKER).is_file()
+
+
+@dataclass(frozen=True)
+class TaskFolder:
+    """A task set's folder (``mcp-rl synth --out``, a run's ``tasks/``): train and eval split, summary."""
+
+    path: Path
+
+    @property
+    def train(self) -> Path:
+        return self.path / "train.jsonl"
+
+    @property
+    def eval(self) -> Path:
+        return self.path / "eval.jsonl"
+
+    @property
+    def summary(self) -> Path:
+        return self.path / "summary.json"
+
+    def complete(self) -> bool:
+        return self.train.exists() and self.eval.exists()
+
+
+@dataclass(frozen=True)
+class RunFolder:
+    """A training run's folder: every path of its layout (module docstring)."""
+
+    root: Path
+
+    def __init__(self, root: str | Path):
+        object.__setattr__(self, "root", Path(root))
+
+    # the run's record
+    @property
+    def recipe_file(self) -> Path:
+        return self.root / "recipe.json"
+
+    @property
+    def summary_file(self) -> Path:
+        return self.root / "summary.json"
+
+    @property
+    def metrics_file(self) -> Path:
+        return self.root / "metrics.jsonl"
+
+    def published_files(self) -> list[Path]:
+        """What ``--publish`` keeps of a run (the record a reader checks the claim with)."""
+        return [self.summary_file, self.recipe_file, self.metrics_file]
+
+    # tasks
+    @property
+    def tasks(self) -> TaskFolder:
+        return TaskFolder(self.root / "tasks")
+
+    def test_tasks(self, seed: int) -> TaskFolder:
+        return TaskFolder(self.root / "tasks" / seed_set_name(seed))
+
+    # training
+    @property
+    def sft(self) -> Path:
+        """The warm start's trainer output (its checkpoints)."""
+        return self.root / "sft"
+
+    @property
+    def sft_adapter(self) -> Path:
+        return self.sft / "adapter"
+
+    @property
+    def grpo(self) -> Path:
+        """GRPO's trainer output: checkpoints, the rollout log, the screened pool."""
+        return self.root / "grpo"
+
+    @property
+    def rollouts_file(self) -> Path:
+        return self.grpo / "rollouts.jsonl"
+
+    @property
+    def pool_file(self) -> Path:
+        return self.grpo / "pool.jsonl"
+
+    def checkpoint(self, step: int) -> Path:
+        return self.grpo / f"checkpoint-{step}"
+
+    def checkpoints(self, with_adapter: bool = True) -> list[tuple[int, Path]]:
+        """``(step, folder)`` of GRPO's checkpoints, by step; ``with_adapter``: those that hold an adapter."""
+        found = []
+        for ckpt in self.grpo.glob("checkpoint-*"):
+            step = ckpt.name.removeprefix("checkpoint-")
+            if step.isdigit() and (has_adapter(ckpt) or not with_adapter):
+                found.append((int(step), ckpt))
+        return sorted(found)
+
+    @property
+    def adapter(self) -> Path:
+        """The final (GRPO) adapter."""
+        return self.root / "adapter"
+
+    @property
+    def merged(self) -> Path:
+        return self.root / "merged"
+
+    # evaluations
+    @property
+    def eval(self) -> Path:
+        return self.root / "eval"
+
+    def eval_before(self, warm: bool, test_seed: int | str | None = None) -> Path:
+        """The evaluation before GRPO: the warm start's (``sft``) or, without one, the base model's; on the
+        dev set, or on the test set of ``test_seed``."""
+        return self._eval_set(test_seed) / ("sft" if warm else "base")
+
+    def eval_after(self, test_seed: int | str | None = None) -> Path:
+        """The evaluation of the GRPO adapter, on the dev set or on the test set of ``test_seed``."""
+        return self._eval_set(test_seed) / "grpo"
+
+    def evaluated_warm_start(self) -> bool:
+        """Whether the run's evaluation before GRPO was of a warm start (``eval/sft``) or the base model."""
+        return self.eval_before(warm=True).is_dir()
+
+    def eval_test(self, seed: int | str) -> Path:
+        return self.eval / seed_set_name(seed)
+
+    def eval_curve(self, step: int) -> Path:
+        return self.eval / "curve" / f"step-{step}"
+
+    def eval_named(self, name: str) -> Path:
+        """An evaluation folder by name (``dev``, ``test-seed<S>``: re-evaluations such as bench.regrade)."""
+        return self.eval / name
+
+    @property
+    def eval_adapter(self) -> Path:
+        """Where the run's closing ``mcp-rl eval`` command evaluates the final adapter."""
+        return self.eval / "adapter"
+
+    def _eval_set(self, test_seed: int | str | None) -> Path:
+        return self.eval if test_seed is None else self.eval_test(test_seed)
+
+    def outputs(self) -> list[str]:
+        """The outputs a resumed run reuses, as found (relative to the run): tasks, warm start, evaluations,
+        last checkpoint, adapter."""
+        found = [self.tasks.train, self.sft_adapter, self.eval_before(False), self.eval_before(True)]
+        found += [ckpt for _, ckpt in self.checkpoints()[-1:]]
+        found += [self.adapter, self.eval_after()]
+        return [p.relative_to(self.root).as_posix() for p in found if p.exists()]
+
+
+@dataclass(frozen=True)
+class ShippedFolder:
+    """A shipped adapter pair (``mcp-rl train --ship``): the run's recipe, a record, and two adapters."""
+
+    root: Path
+
+    def __init__(self, root: str | Path):
+        object.__setattr__(self, "root", Path(root))
+
+    SIDES = ("warm_start", "grpo")
+
+    @property
+    def recipe_file(self) -> Path:
+        return self.root / "recipe.json"
+
+    @property
+    def record_file(self) -> Path:
+        return self.root / "record.json"
+
+    @property
+    def warm_start(self) -> Path:
+        return self.root / "warm_start"
+
+    @property
+    def grpo(self) -> Path:
+        return self.root / "grpo"
+
+    def side(self, name: str) -> Path:
+        return {"warm_start": self.warm_start, "grpo": self.grpo}[name]
+
+    @staticmethod
+    def sources(run: RunFolder) -> dict[str, Path]:
+        """Each shipped side's adapter in the run it comes from."""
+        return {"warm_start": run.sft_adapter, "grpo": run.adapter}
+
+    def relative(self, path: Path) -> str:
+        """A shipped file's name in the record (``warm_start/adapter_config.json``)."""
+        return path.relative_to(self.root).as_posix()

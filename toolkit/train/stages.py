@@ -1,0 +1,344 @@
+"""The stages of a run, each explicit and resumable: (1) the SFT warm start, (2) the held-out evaluation
+before GRPO, (3) GRPO, (4) the evaluation after GRPO with the paired comparison (and the learning curve),
+(5) the test sets. ``toolkit.train.pipeline.run_stages`` runs them in that order.
+
+Each stage writes its outputs to the run folder (``toolkit.runs.RunFolder``) and is skipped by the one
+resume rule (``toolkit.train.resume.done``): on ``resume``, a stage whose output marker exists is done.
+Markers: the warm-start adapter, each evaluation's results, the GRPO adapter, the screened pool. A backend
+(``toolkit.train.backends``) supplies model loading, generation and weight sync; every stage frees what it
+loaded (``backend.release``) before the next."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from toolkit.records import Task, dumps
+from toolkit.runs import ADAPTER_MARKER, RunFolder
+from toolkit.train.config import Recipe
+from toolkit.train.resume import done, last_checkpoint
+from toolkit.train.run_eval import (
+    compare,
+    eval_loop_config,
+    evaluate_adapter,
+    learning_curve,
+    log_primary,
+)
+from toolkit.train.runlog import is_main_process, log
+from toolkit.train.task_sources import (
+    BFCL_PREFIX,
+    grpo_tasks,
+    load_train_tasks,
+    read_tasks,
+    resolve_task_files,
+    test_sets,
+)
+
+
+@dataclass
+class Run:
+    """A run going through its stages: what every stage reads, and the summary and timings they report."""
+
+    recipe: Recipe
+    folder: RunFolder
+    backend: Any
+    resume: bool
+    evaluate: bool  # the held-out dev evaluations (main process only)
+    report_to: Any
+    tasks: list[Task]
+    eval_tasks: list[Task]
+    eval_file: str | Path | None
+    summary: dict[str, Any]
+    timings: dict[str, float]
+    loop: Any = None
+    eval_loop: Any = None
+    sft_steps: int = 0  # the GRPO step count in metrics.jsonl goes on from the warm start's
+
+    def done(self, marker: Path) -> bool:
+        return done(marker, self.resume)
+
+    @property
+    def warm(self) -> Path | None:
+        """The warm-start adapter GRPO starts from (None: the base model)."""
+        return self.folder.sft_adapter if self.recipe.sft is not None else None
+
+    @property
+    def before_label(self) -> str:
+        return "sft-only" if self.warm else "base"
+
+    def eval_before(self, test_seed: int | None = None) -> Path:
+        return self.folder.eval_before(self.warm is not None, test_seed)
+
+
+def open_run(
+    recipe: Recipe, folder: RunFolder, backend: Any, *, resume: bool, evaluate: bool, report_to: Any
+) -> Run:
+    """The run's tasks and loops, and what it reported before when resumed (kept, then added to)."""
+    summary: dict[str, Any] = {}
+    timings: dict[str, float] = {}
+    if done(folder.summary_file, resume):
+        summary = json.loads(folder.summary_file.read_text())
+        timings = dict(summary.get("timings_s") or {})
+    summary.update(recipe=recipe.name, model=recipe.model, out=str(folder.root), backend=backend.name)
+    train_file, eval_file = resolve_task_files(recipe, folder.root)
+    tasks = load_train_tasks(recipe, train_file)
+    eval_tasks: list[Task] = []
+    if evaluate:
+        if eval_file is None:
+            raise FileNotFoundError("--evaluate needs eval tasks (the recipe's eval_tasks file)")
+        eval_tasks = read_tasks(eval_file, "eval")
+        eval_tasks = eval_tasks[: recipe.eval.get("n_tasks") or len(eval_tasks)]
+    log(f"{len(tasks)} train tasks from {train_file}; {len(eval_tasks)} held-out tasks")
+    return Run(
+        recipe,
+        folder,
+        backend,
+        resume,
+        evaluate,
+        report_to,
+        tasks,
+        eval_tasks,
+        eval_file,
+        summary,
+        timings,
+        loop=recipe.loop_config(),
+        eval_loop=eval_loop_config(recipe),
+    )
+
+
+def warm_start(run: Run) -> None:
+    """1. The SFT warm start on gold trajectories, into ``sft/adapter`` (none when the recipe has no sft)."""
+    from toolkit.train.callbacks import MetricsJsonlCallback
+    from toolkit.train.sft import run_sft, warm_start_rows
+
+    recipe, folder, backend = run.recipe, run.folder, run.backend
+    if recipe.sft is None:
+        return
+    if run.done(folder.sft_adapter / ADAPTER_MARKER):
+        run.sft_steps = int(recipe.sft.get("max_steps", 0) or 0)
+        log(f"resume: warm-start adapter found in {folder.sft_adapter}")
+        return
+    t0 = time.time()
+    n_examples = recipe.sft.get("max_examples") or len(run.tasks)
+    model, tokenizer, lora_config = backend.sft_model()
+    rows, fit = warm_start_rows(
+        run.tasks[:n_examples],
+        run.loop,
+        tokenizer,
+        max_length=recipe.sft.get("max_length"),
+        one_call_per_turn=bool(recipe.sft.get("one_call_per_turn")),
+        drop_unfit=bool(recipe.sft.get("drop_unfit_gold")),
+    )
+    run.summary["sft_gold_fit"] = fit.to_dict()
+    log(f"SFT warm start on {len(rows)} gold trajectories (of {n_examples} tasks); {fit.summary()}")
+    sft_config = backend.sft_config(folder.sft, run.report_to)
+    checkpoint = last_checkpoint(folder.sft) if run.resume else None  # SFT saves with sft.save_steps
+    trainer = run_sft(
+        model,
+        tokenizer,
+        rows,
+        sft_config,
+        lora_config,
+        [MetricsJsonlCallback(folder.metrics_file, "sft")],
+        resume_from_checkpoint=checkpoint,
+    )
+    trainer.save_model(str(folder.sft_adapter))
+    run.sft_steps = trainer.state.global_step
+    run.timings["sft_s"] = time.time() - t0
+    del trainer, model
+    backend.release()
+
+
+def evaluate_before(run: Run) -> None:
+    """2. The held-out evaluation of the warm-started (or base) model, into ``eval/sft`` (``eval/base``)."""
+    t0 = time.time()
+    label = run.before_label
+    evaluated = evaluate_adapter(
+        run.backend, run.warm, label, run.eval_tasks, run.eval_before(), run.eval_loop, run.resume,
+        say="held-out before GRPO",
+    )  # fmt: skip
+    if evaluated is not None:
+        run.timings["eval_before_s"] = time.time() - t0
+
+
+def train_grpo(run: Run) -> None:
+    """3. GRPO from the warm start, into ``adapter``; TRL's checkpoints in ``grpo`` (a resumed run continues
+    from the last), the pool screened by the warm start in ``grpo/pool.jsonl`` when the recipe asks."""
+    from toolkit.train.callbacks import MetricsJsonlCallback
+    from toolkit.train.config import ref_sync_settings
+    from toolkit.train.grpo import build_grpo_trainer
+
+    recipe, folder, backend = run.recipe, run.folder, run.backend
+    if run.done(folder.adapter / ADAPTER_MARKER):
+        return
+    t0 = time.time()
+    pool, sampling, screened = screened_grpo_pool(
+        recipe, backend, run.warm, run.tasks, run.loop, folder.pool_file, run.resume
+    )
+    if screened is not None:
+        run.summary["grpo_pool"] = screened
+        run.timings.setdefault("grpo_prescreen_s", time.time() - t0)
+        log(f"GRPO pool screened by the warm start: {screened['kept']} of {screened['screened']} tasks kept")
+    model, tokenizer = backend.grpo_model(run.warm)
+    grpo_config = backend.grpo_config(folder.grpo, run.report_to)
+    trainer = build_grpo_trainer(
+        model,
+        tokenizer,
+        pool,
+        grpo_config,
+        run.loop,
+        reward=recipe.reward,
+        reward_config=recipe.reward_config,
+        policy_factory=backend.rollout_policy,
+        sampler_correction=getattr(backend, "samples_off_policy", False),
+        callbacks=[MetricsJsonlCallback(folder.metrics_file, "grpo", step_offset=run.sft_steps)],
+        ref_sync=ref_sync_settings(recipe),
+        sampling=sampling,
+    )
+    checkpoint = last_checkpoint(folder.grpo) if run.resume else None
+    if checkpoint:
+        log(f"resuming GRPO from {checkpoint}")
+    trainer.train(resume_from_checkpoint=checkpoint)
+    trainer.save_model(str(folder.adapter))
+    tokenizer.save_pretrained(str(folder.adapter))
+    run.timings["grpo_s"] = time.time() - t0
+    run.summary["grpo_steps"] = trainer.state.global_step
+    del trainer, model
+    backend.release()
+
+
+def screened_grpo_pool(
+    recipe: Recipe,
+    backend: Any,
+    warm: Path | None,
+    tasks: list[Task],
+    loop: Any,
+    pool_file: Path,
+    resume: bool,
+) -> tuple[list[Task], dict[str, Any], dict[str, Any] | None]:
+    """GRPO's tasks and ``grpo_sampling`` section, screened by the warm start when the recipe sets
+    ``grpo_sampling.prescreen_samples`` (``toolkit.train.prescreen``): the kept tasks, the section with
+    ``kind_weights`` cut to the kinds still present, and the screen's summary (None when off). The
+    screen is written to ``pool_file`` and read back on ``resume``."""
+    from toolkit.agent.loop import rollout
+    from toolkit.train.batching import SamplingConfig, reward_scorer, task_kind
+    from toolkit.train.grpo import reward_funcs
+    from toolkit.train.prescreen import PoolScreen, screen_pool, screened_tasks
+
+    pool = grpo_tasks(recipe, tasks)
+    config = SamplingConfig.from_recipe(recipe.grpo_sampling)
+    sampling = dict(recipe.grpo_sampling)
+    if not config.prescreen_samples:
+        return pool, sampling, None
+    weights = config.kind_weights
+    if weights is not None:  # a kind GRPO never samples is not worth screening
+        pool = [t for t in pool if weights.get(task_kind(t), 0) > 0]
+    if done(pool_file, resume):
+        screen = PoolScreen.read(pool_file)
+    else:
+        funcs = reward_funcs(recipe.reward, recipe.reward_config)
+        policy = backend.eval_policy(warm, "prescreen")
+        try:
+            screen = screen_pool(
+                pool,
+                lambda ts, n: rollout(ts, policy, loop, n=n),
+                reward_scorer(
+                    funcs, recipe.grpo.get("reward_weights") or [1.0] * len(funcs), config.spread_on
+                ),
+                samples=config.prescreen_samples,
+                min_spread=config.min_spread,
+                spread=config.spread,
+            )
+        finally:
+            backend.release()
+        screen.write(pool_file)
+    chosen = screened_tasks(pool, screen)
+    if weights is not None:
+        present = {task_kind(t) for t in chosen}
+        sampling["kind_weights"] = {k: weights[k] for k in sorted(present)}  # pool: weight > 0 only
+    return chosen, sampling, screen.summary()
+
+
+def evaluate_after(run: Run, curve: bool) -> None:
+    """4. The held-out evaluation of the GRPO adapter, into ``eval/grpo``, and the paired comparison with
+    the evaluation before; ``curve``: every kept GRPO checkpoint too (``eval/curve/step-N``)."""
+    t0 = time.time()
+    after_dir = run.folder.eval_after()
+    evaluated = evaluate_adapter(
+        run.backend, run.folder.adapter, "grpo", run.eval_tasks, after_dir, run.eval_loop, run.resume,
+        say="held-out after GRPO",
+    )  # fmt: skip
+    if evaluated is not None:
+        run.timings["eval_after_s"] = time.time() - t0
+    run.summary["comparison"] = compare(run.eval_before(), after_dir)
+    log_primary("held-out (dev)", run.summary["comparison"])
+    if curve:
+        last_step = int(run.summary.get("grpo_steps") or run.recipe.grpo.get("max_steps") or 0)
+        run.summary["curve"] = learning_curve(
+            run.backend,
+            run.folder,
+            run.eval_tasks,
+            run.eval_loop,
+            run.eval_before(),
+            after_dir,
+            last_step,
+            run.resume,
+        )
+        for row in run.summary["curve"]:
+            log_primary(f"learning curve, GRPO step {row['step']}", row["metrics"])
+
+
+def evaluate_test_sets(run: Run) -> None:
+    """5. The test sets: tasks from seeds no choice was tuned on, evaluated once with the frozen recipe, the
+    warm start and the GRPO adapter each into ``eval/test-seed<S>/``."""
+    run.summary["test"] = {}
+    for seed, test_tasks in test_sets(run.recipe, run.folder.root):
+        t0 = time.time()
+        before, after = run.eval_before(seed), run.folder.eval_after(seed)
+        for label, adapter, folder in (
+            (run.before_label, run.warm, before),
+            ("grpo", run.folder.adapter, after),
+        ):
+            evaluate_adapter(run.backend, adapter, label, test_tasks, folder, run.eval_loop, run.resume)
+        comparison = compare(before, after)
+        run.summary["test"][str(seed)] = {"n_tasks": len(test_tasks), "comparison": comparison}
+        run.timings[f"test_seed{seed}_s"] = time.time() - t0
+        log_primary(f"test set seed {seed}", comparison)
+
+
+def close_run(run: Run) -> dict[str, Any]:
+    """The summary with the timings, written to ``summary.json``, and the closing lines."""
+    run.summary["timings_s"] = {k: round(v, 1) for k, v in run.timings.items()}
+    if is_main_process():
+        run.folder.summary_file.write_text(dumps(run.summary, indent=1, sort_keys=True) + "\n")
+        for line in closing_lines(run.recipe, run.folder, run.eval_file, run.evaluate):
+            log(line)
+    return run.summary
+
+
+def closing_lines(
+    recipe: Recipe, folder: RunFolder, eval_file: str | Path | None, evaluated: bool
+) -> list[str]:
+    """Where the run's adapter and records are, and the command that evaluates the adapter on its own
+    (``mcp-rl eval`` with the run's recipe, so it prompts and decodes as the run's evaluation does)."""
+    where = f"adapter: {folder.adapter}"
+    if recipe.sft is not None:
+        where += f" (warm start: {folder.sft_adapter})"
+    records = f"metrics: {folder.metrics_file}; summary: {folder.summary_file}"
+    if evaluated:
+        records += f"; held-out results: {folder.eval}"
+    q = shlex.quote
+    if eval_file and str(eval_file).startswith(BFCL_PREFIX):  # multi_turn_long_context: bfcl-long-context
+        category = str(eval_file)[len(BFCL_PREFIX) :].removeprefix("multi_turn_")
+        suite = f"--suite bfcl-{category.replace('_', '-')}"
+    else:
+        suite = "--suite kit-eval" + (f" --tasks {q(str(eval_file))}" if eval_file else "")
+    command = (
+        f"mcp-rl eval --policy {q(recipe.model)} --adapter {q(str(folder.adapter))} "
+        f"--recipe {q(str(folder.recipe_file))} {suite} --out {q(str(folder.eval_adapter))}"
+    )
+    return [where, records, f"next: {command}"]
