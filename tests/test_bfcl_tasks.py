@@ -100,3 +100,20 @@ def test_ground_truth_calls_the_loop_would_refuse_are_marked_and_optional():
     typed = quirky["multi_turn_base_173"]
     assert "schema" in typed.metadata["bfcl"]["gold_quirks"]["4"] and typed.gold[4].name == "close_ticket"
     assert [item.essential for item in typed.rubric] == [True, True, True, True, False]
+
+
+def test_a_bad_line_in_a_bfcl_data_file_names_the_file_and_line(tmp_path, monkeypatch):
+    from toolkit.records import RecordError
+    from toolkit.synth import bfcl_tasks
+
+    name = "BFCL_v4_multi_turn_base.json"
+    (tmp_path / "possible_answer").mkdir()
+    (tmp_path / "possible_answer" / name).write_text('{"id": "multi_turn_base_0", "ground_truth": [[]]}\n')
+    (tmp_path / name).write_text('{"id": "multi_turn_base_0"}\n\n{"id": "multi_turn_base_1",\n')
+    monkeypatch.setattr(bfcl_tasks, "bfcl_data_dir", lambda: tmp_path)
+    bfcl_tasks._load_category.cache_clear()  # the real files' entries may be cached already
+    try:
+        with pytest.raises(RecordError, match=rf"{name}:3: not a valid BFCL entry record"):
+            load_bfcl_tasks("base")
+    finally:
+        bfcl_tasks._load_category.cache_clear()

@@ -53,6 +53,12 @@ NOTES_TOOLS = [
         server="notes",
     ),
 ]
+# Two more ways a call fails, offered only where a test passes them: a tool that raises (a crashing
+# client) and one whose episode answers its own timeout (``ToolResult.error_kind``), as an MCP episode does.
+FAILING_TOOLS = [
+    ToolSpec("crash", "Raises.", {"type": "object", "properties": {}}, server="notes"),
+    ToolSpec("stall", "Never answers in time.", {"type": "object", "properties": {}}, server="notes"),
+]
 
 
 class FakeToolbox:
@@ -82,6 +88,10 @@ class FakeToolbox:
         if name == "slow":
             await asyncio.sleep(float(arguments.get("s", 1.0)))
             return ToolResult(True, "slept")
+        if name == "crash":
+            raise RuntimeError("the connection dropped")
+        if name == "stall":
+            return ToolResult(False, "timeout: 'stall' did not answer within 30 s", error_kind="timeout")
         return ToolResult(False, f"unknown tool {name}")
 
     def state_diff(self) -> dict[str, Any]:

@@ -1,29 +1,26 @@
 """Execute a scripted list of tool calls in a fresh episode (``toolkit.envs.open_episode``) and record
 the trajectory: the minimal gold replay the rewards need to check themselves end to end (the agent
 area's ``mcp-rl rollout --policy gold`` is the full loop), and the executor behind the perturbation
-sampler when it should see real tool results and real state diffs instead of approximations."""
+sampler when it should see real tool results and real state diffs instead of approximations. Every
+call goes through the loop's executor (``toolkit.envs.execute``): the same tools, argument checks and
+error kinds as a model's call in the loop."""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 from toolkit.aio import run_sync
+from toolkit.envs.execute import execute_call, task_tools
 from toolkit.records import CallRecord, Task, Trajectory
 from toolkit.rewards.perturb import gold_answer
+from toolkit.toolbox import Toolbox
 
 RESULT_CHARS = 2000  # tool outputs kept on the record (the loop truncates similarly)
+UNPARSED = "arguments are not valid JSON"  # why a scripted call without arguments is refused
 
-
-def _error_kind(text: str) -> str:
-    if text.startswith("Unknown tool"):
-        return "unknown_tool"
-    if text.startswith("timeout"):
-        return "timeout"
-    if text.startswith("Arguments for"):
-        return "schema"
-    return "tool_error"
+OpenEpisode = Callable[[Task], AbstractAsyncContextManager[Toolbox]]
 
 
 async def execute_calls(
@@ -31,32 +28,40 @@ async def execute_calls(
     calls: Sequence[tuple[str, dict[str, Any] | None, int]],
     answer: str,
     policy: str = "script",
+    *,
+    open_episode: OpenEpisode | None = None,
 ) -> Trajectory:
     """Run ``calls`` (name, args, user turn; args None = unparseable) in order in a fresh episode of
-    ``task``. Multi-turn tasks (``task.followups``) get one user message and one answer per turn; the
-    final turn's answer is ``answer``, earlier turns answer "Done."."""
-    from toolkit.envs import open_episode
+    ``task`` (``open_episode``, default ``toolkit.envs.open_episode``). Multi-turn tasks
+    (``task.followups``) get one user message and one answer per turn; the final turn's answer is
+    ``answer``, earlier turns answer "Done."."""
+    if open_episode is None:
+        from toolkit.envs import open_episode as kit_episode
 
+        open_episode = kit_episode
     n_turns = 1 + len(task.followups)
     user_turns = [task.prompt, *task.followups]
     turn_answers = ["Done."] * (n_turns - 1) + [answer]
     records: list[CallRecord] = []
     messages: list[dict[str, Any]] = []
     async with open_episode(task) as box:
+        tools = task_tools(task, await box.list_tools())
         for turn in range(n_turns):
             messages.append({"role": "user", "content": user_turns[turn]})
             for step, (name, args, call_turn) in enumerate(calls):
                 if min(call_turn, n_turns - 1) != turn:
                     continue
-                if args is None:  # the loop's answer to unparseable arguments: a tool error, no call
-                    err = "bad_json: arguments are not valid JSON"
-                    records.append(CallRecord(name, None, False, err, None, turn=turn, step=step))
-                    continue
-                t0 = time.perf_counter()
-                res = await box.call_tool(name, dict(args))
-                error = None if res.ok else f"{_error_kind(res.text)}: {res.text[:200]}"
-                text, took = res.text[:RESULT_CHARS], time.perf_counter() - t0
-                records.append(CallRecord(name, dict(args), res.ok, error, text, took, turn=turn, step=step))
+                done = await execute_call(
+                    box,
+                    name,
+                    None if args is None else dict(args),
+                    tools=tools,
+                    parse_error=UNPARSED if args is None else None,
+                    turn=turn,
+                    step=step,
+                )
+                done.record.result = (done.record.result or "")[:RESULT_CHARS]
+                records.append(done.record)
             messages.append({"role": "assistant", "content": turn_answers[turn]})
         diff = box.state_diff()
     return Trajectory(

@@ -22,11 +22,12 @@ import dataclasses
 import functools
 import hashlib
 import json
-import time
+from pathlib import Path
 from typing import Any
 
 from toolkit.envs.bfcl import BFCL_SERVERS, bfcl_data_dir, parse_call, schema_problem, tool_names
-from toolkit.records import CallRecord, GoldCall, RubricItem, Task, Trajectory
+from toolkit.envs.execute import execute_call
+from toolkit.records import CallRecord, GoldCall, RubricItem, Task, Trajectory, iter_json_objects
 from toolkit.toolbox import Toolbox
 
 BFCL_CATEGORIES = ("base", "miss_func", "miss_param", "long_context")
@@ -84,9 +85,9 @@ def _load_category(category: str) -> tuple[tuple[dict[str, Any], tuple[tuple[str
     return tuple(out)
 
 
-def _read_json_lines(path: Any) -> list[dict[str, Any]]:
-    with open(path, encoding="utf-8") as fh:
-        return [json.loads(line) for line in fh if line.strip()]
+def _read_json_lines(path: Path) -> list[dict[str, Any]]:
+    """Every entry of a BFCL data file (JSONL); a bad line is an error naming the file and line."""
+    return [entry for _, entry in iter_json_objects(path, what="BFCL entry")]
 
 
 def entry_to_task(entry: dict[str, Any], ground_truth: list[list[str]] | tuple[tuple[str, ...], ...]) -> Task:
@@ -267,7 +268,11 @@ __all__ = [
 async def replay_gold(task: Task, toolbox: Toolbox, *, final_answer: str = "Done.") -> Trajectory:
     """Run the task's gold calls through ``toolbox`` turn by turn, one call per assistant step, and
     return the trajectory a perfect policy would produce (user message per turn, tool messages,
-    a short final answer per turn). Used by tests, the bench and as the reference gold policy."""
+    a short final answer per turn). Used by tests, the bench and as the reference gold policy.
+
+    Calls go through the loop's executor (``toolkit.envs.execute``: its timeout and error kinds) but,
+    as bfcl-eval's executor does, the episode decides what runs: a gold call before its tool is
+    offered, or with arguments that break BFCL's schema (``gold_quirks``), is made all the same."""
     messages: list[dict[str, Any]] = []
     calls: list[CallRecord] = []
     turn_answers: list[str] = []
@@ -288,22 +293,11 @@ async def replay_gold(task: Task, toolbox: Toolbox, *, final_answer: str = "Done
                     ],
                 }
             )
-            start = time.perf_counter()
-            result = await toolbox.call_tool(g.name, dict(g.arguments))
-            latency = time.perf_counter() - start
-            messages.append({"role": "tool", "tool_call_id": call_id, "name": g.name, "content": result.text})
-            calls.append(
-                CallRecord(
-                    name=g.name,
-                    args=dict(g.arguments),
-                    ok=result.ok,
-                    error=None if result.ok else f"tool_error: {result.text}",
-                    result=result.text,
-                    latency=latency,
-                    turn=turn,
-                    step=step,
-                )
+            done = await execute_call(toolbox, g.name, dict(g.arguments), tools=None, turn=turn, step=step)
+            messages.append(
+                {"role": "tool", "tool_call_id": call_id, "name": g.name, "content": done.record.result}
             )
+            calls.append(done.record)
         messages.append({"role": "assistant", "content": final_answer})
         turn_answers.append(final_answer)
     return Trajectory(

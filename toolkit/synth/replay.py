@@ -1,6 +1,8 @@
 """Replay validation: run each gold trajectory through MCP on a fresh world and check it.
 
-A draft survives when every gold call succeeds, no earlier hop already states an expected answer
+Gold calls go through the agent loop's executor (``toolkit.envs.execute``): the same tool list,
+argument checks, timeout and error kinds a model's calls meet, so a task is kept only when the gold
+policy's calls will succeed in the loop as well. A draft survives when every gold call succeeds, no earlier hop already states an expected answer
 (``toolkit.checks.leaks``), the answers recomputed from the replayed tool outputs equal the answers
 computed from the world state, the state diff shows every expected change,
 and read-only tasks leave the state untouched. Failures are dropped and counted by reason (PROVE
@@ -12,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import math
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,8 +22,9 @@ from typing import Any
 from toolkit.aio import run_sync
 from toolkit.checks.leaks import chain_leak
 from toolkit.checks.state import state_verdict
-from toolkit.records import Task
-from toolkit.toolbox import Toolbox, ToolResult
+from toolkit.envs.execute import execute_call, task_tools
+from toolkit.records import CallRecord, Task
+from toolkit.toolbox import Toolbox, ToolResult, ToolSpec
 
 OpenEpisode = Callable[[Task], AbstractAsyncContextManager[Toolbox]]
 
@@ -29,10 +32,11 @@ OpenEpisode = Callable[[Task], AbstractAsyncContextManager[Toolbox]]
 @dataclass
 class ReplayOutcome:
     ok: bool
-    reason: str = ""  # empty when ok; "call_failed", "answer_mismatch", "state_missing", ...
+    reason: str = ""  # empty when ok; "call_failed", "answer_mismatch", "state_mismatch", ...
     detail: str = ""
     results: list[ToolResult] = field(default_factory=list)
     state_diff: dict[str, Any] = field(default_factory=dict)
+    calls: list[CallRecord] = field(default_factory=list)  # the gold calls as executed, a failed one last
 
 
 def values_match(expected: Any, got: Any, tolerance: float = 1e-6) -> bool:
@@ -62,20 +66,35 @@ async def replay_task(
     task: Task,
     toolbox: Toolbox,
     recompute: Callable[[list[ToolResult]], dict[str, Any]] | None = None,
+    *,
+    tools: Mapping[str, ToolSpec] | None = None,
 ) -> ReplayOutcome:
-    """Replay ``task.gold`` on ``toolbox`` (a fresh episode) and check calls, answers and state."""
+    """Replay ``task.gold`` on ``toolbox`` (a fresh episode) and check calls, answers and state.
+
+    ``tools``: what the gold may call, with the schemas its arguments are checked against
+    (``toolkit.envs.execute.task_tools``, as ``validate_tasks`` passes it); None leaves that to the
+    toolbox. A failed call (any error kind, a crash included) drops the task as ``call_failed``."""
     results: list[ToolResult] = []
+    calls: list[CallRecord] = []
     for i, call in enumerate(task.gold):
-        try:
-            res = await toolbox.call_tool(call.name, call.arguments)
-        except Exception as exc:  # a transport or server crash is a failed replay, not a crash here
-            return ReplayOutcome(
-                False, "call_raised", f"step {i} {call.name}: {type(exc).__name__}: {exc}", results
-            )
-        results.append(res)
-        if not res.ok:
-            return ReplayOutcome(False, "call_failed", f"step {i} {call.name}: {res.text[:200]}", results)
-    diff = toolbox.state_diff()
+        done = await execute_call(toolbox, call.name, call.arguments, tools=tools, turn=call.turn, step=i)
+        calls.append(done.record)
+        if done.result is None or not done.ok:
+            detail = f"step {i} {call.name}: {done.message[:200]}"
+            return ReplayOutcome(False, "call_failed", detail, results, calls=calls)
+        results.append(done.result)
+    outcome = _verdict(task, results, toolbox.state_diff(), recompute)
+    outcome.calls = calls
+    return outcome
+
+
+def _verdict(
+    task: Task,
+    results: list[ToolResult],
+    diff: dict[str, Any],
+    recompute: Callable[[list[ToolResult]], dict[str, Any]] | None,
+) -> ReplayOutcome:
+    """Whether a replay whose calls all succeeded proves the task: no leak, the answers, the state."""
     leak = chain_leak(task, [r.text for r in results])
     if leak:  # an earlier hop states the answer: the task is not the one it claims to be
         return ReplayOutcome(False, "answer_leaked", leak, results, diff)
@@ -119,7 +138,8 @@ async def validate_tasks(
         async with sem:
             try:
                 async with open_episode(tasks[i]) as toolbox:
-                    out = await replay_task(tasks[i], toolbox, recomputes[i])
+                    tools = task_tools(tasks[i], await toolbox.list_tools())
+                    out = await replay_task(tasks[i], toolbox, recomputes[i], tools=tools)
             except Exception as exc:
                 out = ReplayOutcome(False, "episode_error", f"{type(exc).__name__}: {exc}")
             if on_done:
@@ -145,8 +165,8 @@ async def validate_tasks_in_one_episode(
     Every gold call still goes through the MCP client, the in-process transport and the same tool
     code; only the per-task session startup, tool listing and server binding are saved. The
     outcome equals per-task episodes': a task's calls see exactly its own fresh world (the state
-    object is re-initialised, so nothing carries over), and a gold call to a tool the task does not
-    enable fails here as it would there (its episode would not expose it).
+    object is re-initialised, so nothing carries over), and each task may call only its own tools
+    (``task_tools``), so a gold call to a tool the task does not enable fails here as it does there.
     """
     from toolkit.envs import open_episode
     from toolkit.envs.state import WorldState
@@ -157,18 +177,15 @@ async def validate_tasks_in_one_episode(
         state = WorldState(world_fn(tasks[0].seed))
         servers = sorted({s for t in tasks for s in t.servers})
         async with open_episode(None, servers=servers, state=state) as toolbox:
+            listed = await toolbox.list_tools()
             for task, recompute in zip(tasks, recomputes, strict=True):
                 WorldState.__init__(state, world_fn(task.seed))  # a fresh episode's state, in place
-                hidden = sorted({g.name for g in task.gold} - set(task.tools))
-                if hidden:
-                    out = ReplayOutcome(
-                        False, "call_failed", f"gold calls tools the task does not enable: {hidden}"
-                    )
-                else:
-                    try:
-                        out = await replay_task(task, toolbox, recompute)
-                    except Exception as exc:
-                        out = ReplayOutcome(False, "episode_error", f"{type(exc).__name__}: {exc}")
+                # what the task's own episode would list: its tools only (none when it names none)
+                own = [spec for spec in listed if spec.name in task.tools]
+                try:
+                    out = await replay_task(task, toolbox, recompute, tools=task_tools(task, own))
+                except Exception as exc:
+                    out = ReplayOutcome(False, "episode_error", f"{type(exc).__name__}: {exc}")
                 outcomes.append(out)
                 if on_done:
                     on_done(1)
