@@ -26,6 +26,7 @@ from typing import Any, Literal, Protocol
 
 from toolkit.agent.chat import clean_text
 from toolkit.agent.parsing import format_call
+from toolkit.endpoint import Endpoint, EndpointError, chat_async
 from toolkit.reaper import watch
 from toolkit.records import FINISH_TOOL, Task
 from toolkit.rewards.perturb import gold_answer
@@ -457,8 +458,8 @@ class OpenAIPolicy:
     The key comes from ``OPENAI_API_KEY`` (``EMPTY`` for local servers). ``stream=True`` reads the reply
     as server-sent chunks and assembles the tool calls from their deltas. A call whose arguments do not
     parse (a malformed or cut-off stream) goes back to the model as a tool error, like any bad call; an
-    endpoint that fails (connection lost, timeout, 5xx after the client's retries) ends only that episode,
-    as an error.
+    endpoint that fails (connection lost, timeout, 5xx after ``max_retries`` retries) ends only that
+    episode, as an error. Requests go through ``toolkit.endpoint.chat_async``, like every chat client's.
     """
 
     def __init__(
@@ -472,16 +473,9 @@ class OpenAIPolicy:
         max_retries: int = 2,
         stream: bool = False,
     ):
-        if client is None:
-            from openai import AsyncOpenAI
-
-            client = AsyncOpenAI(
-                base_url=base_url,
-                api_key=api_key or os.environ.get("OPENAI_API_KEY", "EMPTY"),
-                timeout=timeout,  # a hung server ends the episode instead of the run
-                max_retries=max_retries,
-            )
-        self.client = client
+        # a hung server ends the episode (after the retries) instead of the run
+        self.endpoint = Endpoint(base_url, model, timeout=timeout, retries=max_retries)
+        self.client = client if client is not None else self.endpoint.async_client(api_key=api_key)
         self.model = model
         self.stream = stream
         self.name = f"openai:{model}"
@@ -491,59 +485,20 @@ class OpenAIPolicy:
         return list(await asyncio.gather(*(self._one(r) for r in requests)))
 
     async def _one(self, req: GenerationRequest) -> Generation:
-        kwargs: dict[str, Any] = {
-            "model": self.model,
-            "messages": to_openai_messages(req.messages),
+        params: dict[str, Any] = {
             "max_tokens": req.max_new_tokens,
             "temperature": req.temperature,
             "top_p": req.top_p,
         }
         if req.tools:
-            kwargs["tools"] = req.tools
-        import httpx
-        from openai import APIConnectionError, APIStatusError
-
+            params["tools"] = req.tools
+        messages = to_openai_messages(req.messages)
         try:
-            if self.stream:
-                return await self._streamed(kwargs)
-            response = await self.client.chat.completions.create(**kwargs)
-        # APIConnectionError includes timeouts (after the client's retries); httpx errors come from a
-        # stream cut mid-way
-        except (APIConnectionError, APIStatusError, httpx.HTTPError) as exc:
-            return Generation(error=f"{type(exc).__name__}: {exc}", finish_reason="stop")
-        choice = response.choices[0]
-        message = choice.message
-        calls = None
-        if getattr(message, "tool_calls", None):
-            calls = [{"name": c.function.name, "arguments": c.function.arguments} for c in message.tool_calls]
-        finish = "length" if choice.finish_reason == "length" else "stop"
-        return Generation(text=message.content or "", tool_calls=calls, finish_reason=finish)
-
-    async def _streamed(self, kwargs: dict[str, Any]) -> Generation:
-        """One streamed reply: content deltas joined, tool calls assembled by their ``index``."""
-        stream = await self.client.chat.completions.create(**kwargs, stream=True)
-        text: list[str] = []
-        calls: dict[int, dict[str, str]] = {}
-        finish = None
-        async for chunk in stream:
-            if not chunk.choices:
-                continue
-            choice = chunk.choices[0]
-            delta = choice.delta
-            if delta is not None and delta.content:
-                text.append(delta.content)
-            for part in (delta.tool_calls if delta is not None else None) or []:
-                slot = calls.setdefault(part.index or 0, {"name": "", "arguments": ""})
-                if part.function is not None:
-                    slot["name"] += part.function.name or ""
-                    slot["arguments"] += part.function.arguments or ""
-            finish = choice.finish_reason or finish
-        tool_calls = [calls[i] for i in sorted(calls)] or None
-        return Generation(
-            text="".join(text),
-            tool_calls=tool_calls,
-            finish_reason="length" if finish == "length" else "stop",
-        )
+            reply = await chat_async(self.client, self.endpoint, messages, stream=self.stream, **params)
+        except EndpointError as exc:
+            return Generation(error=str(exc), finish_reason="stop")
+        finish = "length" if reply.finish_reason == "length" else "stop"
+        return Generation(text=reply.text, tool_calls=reply.tool_calls, finish_reason=finish)
 
 
 def to_openai_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:

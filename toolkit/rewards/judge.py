@@ -5,7 +5,8 @@ stand-in (``toolkit.rewards.standin``) all speak the same ``/v1/chat/completions
 
 - sends the items of one trajectory in batches of ``batch_size`` per request, the trajectory rendered
   as JSON (tool outputs truncated) and asks for strict JSON ``{"verdicts": [{"id", "verdict", "reason"}]}``;
-- retries transport errors, 429/5xx and unparseable replies with exponential backoff;
+- asks through ``toolkit.endpoint.chat`` (the kit's one chat call): transport errors, 429/5xx and
+  unparseable replies are retried with exponential backoff;
 - caches parsed replies (in memory, plus a JSONL file with ``cache_path``) keyed by model + request;
 - never raises from ``grade``: an item the judge did not answer usably is ungraded (``verdict=None``) and
   counted; ``stats`` holds request / retry / malformed / failure counters.
@@ -21,13 +22,13 @@ import json
 import os
 import re
 import threading
-import time
 from collections import Counter
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from toolkit.endpoint import ChatReply, Endpoint, EndpointError, UnusableReply, chat, reachable
 from toolkit.records import RubricItem, Task, Trajectory, iter_json_objects
 from toolkit.rewards.base import model_calls
 from toolkit.rewards.grading import ItemGrade
@@ -188,30 +189,23 @@ class JudgeGrader:
         json_mode: bool = True,
         http_client: Any = None,
     ):
-        import openai  # imported here: the rest of the rewards package does not need it
-
-        self.base_url = base_url or os.environ.get("MCP_RL_JUDGE_BASE_URL")
-        self.model = model or os.environ.get("MCP_RL_JUDGE_MODEL")
-        if not self.base_url or not self.model:
+        base_url = base_url or os.environ.get("MCP_RL_JUDGE_BASE_URL")
+        model = model or os.environ.get("MCP_RL_JUDGE_MODEL")
+        if not base_url or not model:
             raise ValueError(
                 "the LLM judge needs base_url and model (or env MCP_RL_JUDGE_BASE_URL / MCP_RL_JUDGE_MODEL)"
             )
         if api_key_env is not None and not os.environ.get(api_key_env):
             raise ValueError(f"the LLM judge reads its API key from ${api_key_env}, which is not set")
+        self.endpoint = Endpoint(base_url, model, api_key_env, timeout, retries=max_retries, backoff=backoff)
+        self.base_url, self.model = base_url, model
         self.batch_size, self.max_retries, self.backoff = max(1, batch_size), max_retries, backoff
         self.temperature, self.max_tokens, self.max_result_chars = temperature, max_tokens, max_result_chars
         self.concurrency, self.json_mode = max(1, concurrency), json_mode
         self.cache = JudgeCache(cache_path)
         self.stats: Counter[str] = Counter()
         self._stats_lock = threading.Lock()
-        self._openai = openai
-        self._client = openai.OpenAI(
-            base_url=self.base_url,
-            api_key=os.environ[api_key_env] if api_key_env else "EMPTY",
-            timeout=timeout,
-            max_retries=0,  # retries are ours, so malformed replies are retried too
-            http_client=http_client,
-        )
+        self._client = self.endpoint.client(http_client=http_client)
 
     def __repr__(self) -> str:  # never shows the key
         return f"JudgeGrader(base_url={self.base_url!r}, model={self.model!r}, batch_size={self.batch_size})"
@@ -224,30 +218,9 @@ class JudgeGrader:
         """Raise ``JudgeUnreachable`` when nothing answers at ``base_url`` (after the grader's retries,
         with its backoff), before a run spends its rollout on episodes no one can grade. Any HTTP reply
         counts as an answer: what it refuses, the graded requests report."""
-        problem = ""
-        for attempt in range(self.max_retries + 1):
-            if attempt:
-                time.sleep(self.backoff * 2 ** (attempt - 1))
-            try:
-                self._client.models.list()
-                return
-            except self._openai.APIStatusError:
-                return
-            except self._openai.APIConnectionError as exc:  # refused, unreachable or timed out
-                problem = f"{type(exc).__name__}: {exc}"
-        raise JudgeUnreachable(
-            f"the judge endpoint {self.base_url} does not answer ({problem}) after {self.max_retries + 1} tries"
-        )
-
-    def _request(self, messages: list[dict[str, str]]) -> str | None:
-        resp = self._client.chat.completions.create(
-            model=self.model,
-            messages=messages,
-            temperature=self.temperature,
-            max_tokens=self.max_tokens,
-            **({"response_format": {"type": "json_object"}} if self.json_mode else {}),
-        )
-        return resp.choices[0].message.content if resp.choices else None
+        problem = reachable(self._client, self.endpoint)
+        if problem is not None:
+            raise JudgeUnreachable(f"the judge endpoint {self.base_url} does not answer ({problem})")
 
     def build_messages(
         self, task: Task, traj: Trajectory, items: Sequence[RubricItem]
@@ -269,36 +242,29 @@ class JudgeGrader:
             return [
                 ItemGrade(i, *cached[i]) if i in cached else ItemGrade(i, None, "not in cache") for i in ids
             ]
-        last_problem = "no reply"
-        verdicts: dict[str, tuple[str, str]] = {}
-        for attempt in range(self.max_retries + 1):
-            if attempt:
-                self._count("retries")
-                time.sleep(self.backoff * 2 ** (attempt - 1))
-            self._count("requests")
-            try:
-                text = self._request(messages)
-            except self._openai.APIStatusError as exc:
-                self._count("http_errors")
-                last_problem = f"{ENDPOINT_PROBLEM}HTTP {exc.status_code}"
-                if exc.status_code not in (408, 409, 429) and exc.status_code < 500:
-                    break  # bad request / auth: retrying will not help
-                continue
-            except (self._openai.APIError, OSError, ValueError) as exc:
-                self._count("transport_errors")
-                last_problem = f"{ENDPOINT_PROBLEM}{type(exc).__name__}: {exc}"
-                continue
-            parsed = self.parse_reply(text, ids)
+        verdicts: dict[str, tuple[str, str]] = {}  # gathered over the tries: a later reply may add items
+
+        def every_item(reply: ChatReply) -> None:
+            parsed = self.parse_reply(reply.text, ids)
             if parsed is None:
                 self._count("malformed")
-                last_problem = "malformed reply"
-                continue
+                raise UnusableReply("malformed reply")
             verdicts.update(parsed)
-            if len(verdicts) == len(ids):
-                self.cache.put(key, verdicts)
-                break
-            self._count("incomplete")
-            last_problem = "reply missed some items"
+            if len(verdicts) < len(ids):
+                self._count("incomplete")
+                raise UnusableReply("reply missed some items")
+
+        params = {"temperature": self.temperature, "max_tokens": self.max_tokens}
+        if self.json_mode:
+            params["response_format"] = {"type": "json_object"}
+        last_problem = ""
+        try:
+            chat(self._client, self.endpoint, messages, parse=every_item, count=self._count, **params)
+            self.cache.put(key, verdicts)
+        except EndpointError as exc:
+            last_problem = f"{ENDPOINT_PROBLEM}{exc}"
+        except UnusableReply as exc:
+            last_problem = str(exc)
         grades = [
             ItemGrade(i, *verdicts[i]) if i in verdicts else ItemGrade(i, None, last_problem) for i in ids
         ]

@@ -21,8 +21,9 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+from toolkit.endpoint import EndpointError, chat
 from toolkit.records import Task
-from toolkit.synth.paraphrase import paraphrase
+from toolkit.synth.paraphrase import paraphrase, rewriter_endpoint
 from toolkit.toolbox import ToolSpec, compact_schema
 
 PROPOSE = (
@@ -33,14 +34,9 @@ PROPOSE = (
 
 
 def _reply(client: Any, model: str, system: str, user: str, seed: int) -> str:
-    reply = client.chat.completions.create(
-        model=model,
-        messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
-        temperature=0,
-        seed=seed,
-        max_tokens=1500,
-    )
-    return (reply.choices[0].message.content or "").strip()
+    messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
+    reply = chat(client, rewriter_endpoint(model), messages, temperature=0, seed=seed, max_tokens=1500)
+    return reply.text.strip()
 
 
 def propose_calls(
@@ -52,7 +48,7 @@ def propose_calls(
     try:
         text = _reply(client, model, PROPOSE.format(n=n), json.dumps(tools, ensure_ascii=False), seed)
     except Exception as exc:  # noqa: BLE001 (an unreachable teacher leaves exploration as it was)
-        return {}, f"teacher unavailable: {type(exc).__name__}"
+        return {}, f"teacher unavailable: {exc if isinstance(exc, EndpointError) else type(exc).__name__}"
     match = re.search(r"\[.*\]", text, re.S)
     try:
         items = json.loads(match.group(0)) if match else None
