@@ -55,23 +55,25 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("out", type=Path)
     parser.add_argument("adapters", type=Path, nargs="+")
     args = parser.parse_args(argv)
-    soup = average_adapters(args.adapters, args.out / "adapter")
+    from toolkit.runs import RunFolder
 
-    from toolkit.train.pipeline import (
-        choose_backend,
-        compare,
-        eval_loop_config,
-        evaluate_adapter,
-        make_backend,
-        read_run_recipe,
-        read_tasks,
-    )
+    run, soup_out = (
+        RunFolder(args.run),
+        RunFolder(args.out),
+    )  # the soup's folder: adapter/ and eval/, as a run's
+    soup = average_adapters(args.adapters, soup_out.adapter)
 
-    recipe = read_run_recipe(args.run)
-    tasks = read_tasks(args.run / "tasks" / "eval.jsonl", "eval")
+    from toolkit.train.backends import make_backend
+    from toolkit.train.pipeline import choose_backend
+    from toolkit.train.resume import read_run_recipe
+    from toolkit.train.run_eval import compare, eval_loop_config, evaluate_adapter
+    from toolkit.train.task_sources import read_tasks
+
+    recipe = read_run_recipe(run.root)
+    tasks = read_tasks(run.tasks.eval, "eval")
     backend = make_backend(choose_backend(recipe), recipe)  # as the run's own evaluation chose it
-    evaluate_adapter(backend, soup, "soup", tasks, args.out / "eval", eval_loop_config(recipe))
-    comparison = compare(args.run / "eval" / "sft", args.out / "eval")
+    evaluate_adapter(backend, soup, "soup", tasks, soup_out.eval, eval_loop_config(recipe))
+    comparison = compare(run.eval_before(warm=True), soup_out.eval)
     for name in HEADLINE:
         d = comparison[name]
         print(

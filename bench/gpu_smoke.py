@@ -248,6 +248,7 @@ def run(args: argparse.Namespace, *, fast_language_model: Any = None, cpu_precis
             result["import_unsloth_s"] = round(time.time() - t0, 1)
         import torch
 
+        from toolkit.runs import RunFolder
         from toolkit.train.pipeline import run_recipe
 
         if torch.cuda.is_available():
@@ -277,7 +278,7 @@ def run(args: argparse.Namespace, *, fast_language_model: Any = None, cpu_precis
             logprobs=record["logprobs"],
             sft_config=record.get("sft_config"),
             grpo_config=record.get("grpo_config"),
-            adapter_moved=adapter_moved(out / "sft" / "adapter", out / "adapter"),
+            adapter_moved=adapter_moved(RunFolder(out).sft_adapter, RunFolder(out).adapter),
         )
         if torch.cuda.is_available():
             result["peak_gpu_mem_gib"] = round(torch.cuda.max_memory_allocated() / 2**30, 3)

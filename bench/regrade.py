@@ -161,30 +161,25 @@ def main(argv: list[str] | None = None) -> None:
         print(adversarial_before_after(args.adversarial))
         return
 
+    from toolkit.runs import RunFolder, ShippedFolder, seed_set_name
+    from toolkit.train.backends import make_backend
     from toolkit.train.config import load_recipe
-    from toolkit.train.pipeline import (
-        choose_backend,
-        evaluate_pair,
-        make_backend,
-        read_tasks,
-        resolve_task_files,
-        test_sets,
-    )
+    from toolkit.train.pipeline import choose_backend, evaluate_pair
+    from toolkit.train.task_sources import read_tasks, resolve_task_files, test_sets
 
-    recipe = load_recipe(args.adapters / "recipe.json")
+    shipped, out = ShippedFolder(args.adapters), RunFolder(args.out)  # out: tasks and evaluations, as a run's
+    recipe = load_recipe(shipped.recipe_file)
     dev = read_tasks(resolve_task_files(recipe, args.out)[1], "eval")[: recipe.eval.get("n_tasks") or None]
-    sets = [("dev", dev)] + [(f"test-seed{s}", ts) for s, ts in test_sets(recipe, args.out)]
+    sets = [("dev", dev)] + [(seed_set_name(s), ts) for s, ts in test_sets(recipe, args.out)]
     sets = [(n, ts) for n, ts in sets if not args.sets or n in args.sets]
     backend = None
     report: dict[str, Any] = {"adapters": str(args.adapters), "threshold": THRESHOLD, "sets": {}}
     for name, tasks in sets:
-        folder = args.out / "eval" / name
+        folder = out.eval_named(name)
         if not all((folder / side / "trajectories.jsonl").exists() for side in ("before", "after")):
             backend = backend or make_backend(choose_backend(recipe), recipe)
             print(f"[regrade] evaluating {name} ({len(tasks)} tasks) into {folder}", flush=True)
-            evaluate_pair(
-                recipe, args.adapters / "warm_start", args.adapters / "grpo", tasks, folder, backend
-            )
+            evaluate_pair(recipe, shipped.warm_start, shipped.grpo, tasks, folder, backend)
         by_id = {t.id: t for t in tasks}
         before, after = regrade_folder(by_id, folder / "before"), regrade_folder(by_id, folder / "after")
         row = {

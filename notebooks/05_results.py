@@ -72,11 +72,10 @@ if "google.colab" in sys.modules:
 #
 # `SHIPPED_ADAPTERS = None` takes the shipped `cpu-learn` pair (`data/adapters/cpu-learn`, or
 # `toolkit/data/adapters/cpu-learn` in an installed kit); `N_SHIPPED` held-out tasks from synth seed
-# `SHIPPED_SEED` (2028: the dev set is seed 1, the test sets 2026, 2027, 2031 and 2032). With
-# `TRAIN_RUN = None`, notebook 04's run from beside this notebook's output folder is read (`make demo` runs
-# 04, then 05); any `mcp-rl train --out DIR` folder works too. `SMOKE = True` (what CI injects) keeps the
-# budgets tiny: two tasks per suite and short generations, on the tiny model notebook 04 trained in smoke
-# mode.
+# `SHIPPED_SEED` (2028: the dev set is seed 1, the test sets 2026 and 2027). `TRAIN_RUN = None` takes
+# notebook 04's run from beside this notebook's output folder (`make demo` runs 04, then 05); any
+# `mcp-rl train --out DIR` folder works too. `SMOKE = True` (what CI injects) keeps the budgets tiny: two
+# tasks per suite and short generations, on the tiny model notebook 04 trained in smoke mode.
 
 # %% tags=["parameters"]
 SMOKE = False
@@ -109,7 +108,8 @@ from IPython.display import HTML, Image, display
 from toolkit.eval import plots, report
 from toolkit.eval.suites import SMOKE_LOOP_CONFIG, run_eval
 from toolkit.eval.viewer import viewer_for_dirs
-from toolkit.train.pipeline import PRIMARY_METRIC
+from toolkit.runs import RunFolder, ShippedFolder, has_adapter
+from toolkit.train.run_eval import PRIMARY_METRIC
 
 os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")  # vLLM logs a dozen warnings per engine start, on stdout
 if SMOKE:  # tiny budgets: a couple of tasks per suite, short generations
@@ -120,7 +120,7 @@ out = Path(OUT_DIR)
 out.mkdir(parents=True, exist_ok=True)
 fig_dir = out / "figures"
 run = Path(TRAIN_RUN) if TRAIN_RUN else out.parent / "04_grpo_training" / "run"
-if not (run / "adapter" / "adapter_config.json").exists():
+if not has_adapter(RunFolder(run).adapter):
     print(
         f"no trained adapter in {run.resolve()}: notebook 04's section below is skipped (run notebook 04 "
         "first, as `make demo` does, or set TRAIN_RUN to a `mcp-rl train --out DIR` folder)"
@@ -137,25 +137,26 @@ if not (run / "adapter" / "adapter_config.json").exists():
 #
 # Here both are evaluated afresh, greedy, on `N_SHIPPED` tasks synthesized from seed `SHIPPED_SEED` with the
 # recipe's own synth settings, less any task whose prompt the run trained on: exactly what
-# `mcp-rl train --test` does for the recipe's test sets (`toolkit.train.pipeline.held_out_set` and
-# `evaluate_pair`, the same code), with the recipe's rollout settings and backend.
+# `mcp-rl train --test` does for the recipe's test sets (`toolkit.train.task_sources.held_out_set` and
+# `toolkit.train.pipeline.evaluate_pair`, the same code), with the recipe's rollout settings and backend.
 #
 # In smoke mode the shipped pair is not used: it fits `smollm2-135m`, and CI runs the tiny random model.
 # The section then ships notebook 04's smoke run the same way and evaluates that, so every step runs.
 
 # %%
-from toolkit.train.pipeline import evaluate_pair, held_out_set
+from toolkit.train.pipeline import evaluate_pair
 from toolkit.train.ship import load_shipped, ship_adapters, shipped_folder
+from toolkit.train.task_sources import held_out_set
 
 shipped_dir = Path(SHIPPED_ADAPTERS) if SHIPPED_ADAPTERS else shipped_folder()
 shipped = None
 if SMOKE:
-    if (shipped_dir / "record.json").exists():
+    if ShippedFolder(shipped_dir).record_file.exists():
         print(f"smoke mode: {shipped_dir} fits {load_shipped(shipped_dir).model}, not the smoke model")
     if run is not None:
         print(f"smoke mode: shipping notebook 04's smoke run {run} instead, to run every step on it")
         shipped = load_shipped(ship_adapters(run, out / "shipped-smoke").parent)
-elif (shipped_dir / "record.json").exists():
+elif ShippedFolder(shipped_dir).record_file.exists():
     shipped = load_shipped(shipped_dir)
 else:
     print(
@@ -172,10 +173,9 @@ if shipped is not None:
     shutil.rmtree(shipped_out, ignore_errors=True)  # tasks and evaluations made afresh each time
     shipped_tasks = held_out_set(shipped_recipe, SHIPPED_SEED, N_SHIPPED, shipped_out)
     backend = SHIPPED_BACKEND or ("cpu" if SMOKE else None)  # vLLM's CPU kernels reject the tiny model
-    evaluate_pair(
-        shipped_recipe, shipped.warm_start, shipped.grpo, shipped_tasks, shipped_out / "eval", backend=backend
-    )
-    shipped_dirs = {"before": shipped_out / "eval" / "before", "after": shipped_out / "eval" / "after"}
+    pair_dir = RunFolder(shipped_out).eval  # tasks and evaluations laid out as a run's
+    evaluate_pair(shipped_recipe, shipped.warm_start, shipped.grpo, shipped_tasks, pair_dir, backend=backend)
+    shipped_dirs = {"before": pair_dir / "before", "after": pair_dir / "after"}
 
 # %% [markdown]
 # GRPO against its warm start on the same fresh tasks, paired: pass@0.75 (the share of tasks with at
@@ -211,9 +211,9 @@ if shipped is not None:
 
 # %% [markdown]
 # What the shipped run reported itself when it was made (`record.json`, from its `summary.json`): pass@0.75
-# on its dev set (seed 1, the tasks the recipe was tuned on) and on its test sets (seeds 2026, 2027, 2031
-# and 2032, evaluated once with the recipe frozen). Then its dev-set learning curve, from the run's
-# published record (`SHIPPED_RECORD`, `mcp-rl train --out RUN --publish docs/cpu-proof/...`).
+# on its dev set (seed 1, the tasks the recipe was tuned on) and on its test sets (seeds 2026 and 2027,
+# evaluated once with the recipe frozen). Then its dev-set learning curve, from the run's published record
+# (`SHIPPED_RECORD`, `mcp-rl train --out RUN --publish docs/cpu-proof/...`).
 
 # %%
 if shipped is not None:
@@ -221,8 +221,8 @@ if shipped is not None:
         columns = ["before", "after", "diff", "ci_low", "ci_high", "n_pairs", "outside_ci"]
         display(pd.DataFrame(shipped.record["comparison"]).T.reindex(columns=columns))
     else:
-        print(f"{shipped.folder / 'record.json'}: the run had no evaluation of its own (no summary.json)")
-    curve_file = Path(SHIPPED_RECORD) / "summary.json"
+        print(f"{shipped.layout.record_file}: the run had no evaluation of its own (no summary.json)")
+    curve_file = RunFolder(SHIPPED_RECORD).summary_file  # a published record: the run's summary.json
     if not SMOKE and curve_file.exists() and json.loads(curve_file.read_text()).get("curve"):
         display(
             pd.DataFrame(
@@ -251,30 +251,32 @@ if shipped is not None:
 # %%
 runs = {}  # suite -> {"before": eval folder, "after": eval folder}: notebook 04's run
 if run is not None:
-    recipe = json.loads((run / "recipe.json").read_text())
+    run_folder = RunFolder(run)
+    recipe = json.loads(run_folder.recipe_file.read_text())
     MODEL = recipe["model"]
-    warm_start = run / "sft" / "adapter"
+    warm_start = run_folder.sft_adapter
     sides = {  # label -> adapter folder (None: the base model itself, for a run without a warm start)
         "before": str(warm_start) if warm_start.exists() else None,
-        "after": str(run / "adapter"),
+        "after": str(run_folder.adapter),
     }
     print(f"notebook 04's run {run}: base model {MODEL}")
     print(f"  before = {sides['before'] or 'the base model (the run had no warm start)'}")
     print(f"  after  = {sides['after']} (GRPO)")
     before_dir = next(
-        (d for d in (run / "eval" / "sft", run / "eval" / "base") if (d / "results.jsonl").exists()), None
+        (
+            d
+            for d in (run_folder.eval_before(True), run_folder.eval_before(False))
+            if (d / "results.jsonl").exists()
+        ),
+        None,
     )
-    after_dir = run / "eval" / "grpo"
+    after_dir = run_folder.eval_after()
     if before_dir is not None and (after_dir / "results.jsonl").exists():
         kit = {"before": before_dir, "after": after_dir}
         print(f"the run's own held-out evaluation: {before_dir} vs {after_dir}")
     else:
         eval_file = next(
-            (
-                str(p)
-                for p in (run / "tasks" / "eval.jsonl", Path(recipe.get("eval_tasks") or ""))
-                if p.is_file()
-            ),
+            (str(p) for p in (run_folder.tasks.eval, Path(recipe.get("eval_tasks") or "")) if p.is_file()),
             None,  # None: the held-out sample shipped with the kit
         )
         kit = {side: out / "kit-eval" / side for side in sides}
@@ -300,17 +302,14 @@ if run is not None:
 # ## BFCL multi-turn
 #
 # The shipped pair (or, without it, notebook 04's) on BFCL's multi-turn tasks, through the kit's MCP
-# servers and BFCL's own checker. No run trained on BFCL: this is transfer, and it can go either way (GRPO
-# on the kit's tasks rewards the kit's habits, which BFCL need not). The line under the tables says, from
-# the paired intervals, which signals GRPO moved and which way. With vLLM installed, both generate on
-# vLLM's CPU backend (the merged weights, as the held-out evaluations do): BFCL prompts carry every
-# function doc of their classes, 4-5k tokens before the first turn, and transformers spent about 20 times
-# as long per task (measured below).
+# servers and BFCL's own checker. No run trained on BFCL: this is transfer. With vLLM installed, both
+# generate on vLLM's CPU backend (the merged weights, as the held-out evaluations do): BFCL prompts carry
+# every function doc of their classes, 4-5k tokens before the first turn, and transformers spent about
+# 20 times as long per task (measured below).
 #
 # What a 135M model can be expected to do here: **nothing right**. BFCL counts a task right only when every
-# turn leaves the same state as the ground truth. Measured once on an earlier warm start (`cpu-demo`'s 20
-# SFT steps on smollm2-135m; the shipped one had 60, as `cpu-learn` has; a 2-core AMD EPYC with AVX-512
-# BF16, beside a training run):
+# turn leaves the same state as the ground truth. Measured on this kit's warm start (`cpu-learn`'s 20 SFT
+# steps on smollm2-135m; a 2-core AMD EPYC with AVX-512 BF16, beside a training run):
 #
 #     mcp-rl eval --policy vllm:smollm2-135m --adapter RUN/sft/adapter --suite bfcl-base --limit 4 \
 #         --max-turns 3 --max-new-tokens 96 --out OUT
@@ -321,7 +320,7 @@ if run is not None:
 # and 2 of 4 first calls were well formed (parsed, and named an offered tool). So the finer signals are the
 # ones a 135M model can move: the share of **well-formed first calls**, the **tool failure rate** and **tool
 # calls per task**. Accuracy is shown with an exact (Clopper-Pearson) interval as well, because a bootstrap
-# of all-zero results gives [0, 0]: 0 right of 30 still allows up to 11.6% (`exact_high`).
+# of all-zero results gives [0, 0]: 0 right of 30 still allows up to 11.6%.
 #
 # `BFCL_LIMIT = 30` per side: on that machine, beside a training run (which slows it about 2x), one BFCL
 # task took 7.1 s on vLLM (4 tasks in 28.5 s after a 21 s engine start) and 139 s with transformers
@@ -367,39 +366,6 @@ else:
         )
     )
 
-# %%
-# The transfer in words, from the paired table above: the signals GRPO moved outside their 95% CI, and
-# which way (accuracy, well-formed first calls and the finish rate are better higher, tool failures lower).
-HIGHER_IS_BETTER = {
-    "accuracy": True,
-    "first_call_well_formed": True,
-    "finish_rate": True,
-    "tool_failure_rate": False,
-}
-for suite, pair in bfcl_runs.items():
-    table = report.paired_table(pair["before"], pair["after"], metrics=report.BFCL_SIGNALS)
-    table = table.set_index("metric")
-    moved = {"worse": [], "better": [], "changed": []}
-    for metric, row in table[table["outside_ci"].astype(bool)].iterrows():
-        if metric in HIGHER_IS_BETTER:
-            side = "better" if (row["diff"] > 0) == HIGHER_IS_BETTER[metric] else "worse"
-        else:  # calls per task: more or fewer is neither by itself
-            side = "changed"
-        moved[side].append(
-            f"{metric} {row['before']:.3f} -> {row['after']:.3f} ({row['diff']:+.3f} "
-            f"[{row['ci_low']:+.3f}, {row['ci_high']:+.3f}])"
-        )
-    verdict = {
-        (True, False): "GRPO made the transfer worse",
-        (False, True): "GRPO made the transfer better",
-        (True, True): "GRPO made the transfer better on some signals and worse on others",
-        (False, False): "GRPO moved no signal of the transfer outside its interval",
-    }[bool(moved["worse"]), bool(moved["better"])]
-    print(f"{suite}, GRPO against its warm start on {int(table['n_pairs'].max())} tasks: {verdict}")
-    for side, said in moved.items():
-        if said:
-            print(f"  {side}: " + "; ".join(said))
-
 # %% [markdown]
 # With more than one BFCL suite, BFCL multi-turn **overall** accuracy pools the tasks of all
 # categories (each category's accuracy is listed beside it).
@@ -419,7 +385,7 @@ if len(bfcl_runs) > 1:
 
 # %%
 dirs = [d for r in (*runs.values(), *bfcl_runs.values()) for d in (r["before"], r["after"])]
-metrics_file = run / "metrics.jsonl" if run is not None else None
+metrics_file = RunFolder(run).metrics_file if run is not None else None
 plots.plot_all(dirs, fig_dir, metrics_file=metrics_file if metrics_file and metrics_file.exists() else None)
 for name in ("before_after", "rubric_categories", "tool_usage", "finish_rate", "training_curves"):
     png = fig_dir / f"{name}.png"
@@ -455,7 +421,7 @@ display(Image(filename=str(fig_dir / "reference.png")))
 # (docs/cpu-proof/README.md).
 
 # %%
-kept = Path(PROOF_RECORD) / "summary.json"
+kept = RunFolder(PROOF_RECORD).summary_file  # a published record
 if kept.exists():
     kept = json.loads(kept.read_text())
     rows = {"dev (tuned on)": kept["comparison"]}
@@ -484,7 +450,7 @@ else:
 # CPU hour holds 26 steps), a gain outside the CI from step 50, level after.
 
 # %%
-long_curve = Path(CURVE_RECORD) / "summary.json"
+long_curve = RunFolder(CURVE_RECORD).summary_file
 if long_curve.exists():
     display(
         pd.DataFrame(

@@ -68,6 +68,9 @@ class RunFolder:
     def __init__(self, root: str | Path):
         object.__setattr__(self, "root", Path(root))
 
+    def __fspath__(self) -> str:  # where a path is expected, the folder itself
+        return str(self.root)
+
     # the run's record
     @property
     def recipe_file(self) -> Path:
@@ -190,6 +193,9 @@ class ShippedFolder:
 
     def __init__(self, root: str | Path):
         object.__setattr__(self, "root", Path(root))
+
+    def __fspath__(self) -> str:  # where a path is expected, the folder itself
+        return str(self.root)
 
     SIDES = ("warm_start", "grpo")
 

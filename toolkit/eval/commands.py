@@ -166,10 +166,11 @@ def _plot(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from toolkit.eval.plots import REFERENCE_FILE, plot_all
+    from toolkit.runs import RunFolder
 
     metrics = Path(args.metrics) if args.metrics else None
     if metrics is not None and metrics.is_dir():
-        metrics = metrics / "metrics.jsonl"
+        metrics = RunFolder(metrics).metrics_file
     paths = plot_all(
         args.results,
         args.out,

@@ -216,7 +216,7 @@ def ship_adapters(run: str | Path, dest: str | Path) -> Path:
             },
             "sha256": {staged.relative(path): sha256(path) for path in shipped_files(staged)},
             "logit_check": checks,
-            "comparison": run_comparison(run),
+            "comparison": run_comparison(run.root),
             "commands": {
                 # the recipe as run, in a new folder (the run's own command line is not recorded)
                 "reproduce": f"mcp-rl train --recipe {final.recipe_file} --out RUN --evaluate --test --curve",
