@@ -72,10 +72,11 @@ if "google.colab" in sys.modules:
 #
 # `SHIPPED_ADAPTERS = None` takes the shipped `cpu-learn` pair (`data/adapters/cpu-learn`, or
 # `toolkit/data/adapters/cpu-learn` in an installed kit); `N_SHIPPED` held-out tasks from synth seed
-# `SHIPPED_SEED` (2028: the dev set is seed 1, the test sets 2026 and 2027). `TRAIN_RUN = None` takes
-# notebook 04's run from beside this notebook's output folder (`make demo` runs 04, then 05); any
-# `mcp-rl train --out DIR` folder works too. `SMOKE = True` (what CI injects) keeps the budgets tiny: two
-# tasks per suite and short generations, on the tiny model notebook 04 trained in smoke mode.
+# `SHIPPED_SEED` (2028: the dev set is seed 1, the test sets 2026, 2027, 2031 and 2032). With
+# `TRAIN_RUN = None`, notebook 04's run from beside this notebook's output folder is read (`make demo` runs
+# 04, then 05); any `mcp-rl train --out DIR` folder works too. `SMOKE = True` (what CI injects) keeps the
+# budgets tiny: two tasks per suite and short generations, on the tiny model notebook 04 trained in smoke
+# mode.
 
 # %% tags=["parameters"]
 SMOKE = False
@@ -211,9 +212,9 @@ if shipped is not None:
 
 # %% [markdown]
 # What the shipped run reported itself when it was made (`record.json`, from its `summary.json`): pass@0.75
-# on its dev set (seed 1, the tasks the recipe was tuned on) and on its test sets (seeds 2026 and 2027,
-# evaluated once with the recipe frozen). Then its dev-set learning curve, from the run's published record
-# (`SHIPPED_RECORD`, `mcp-rl train --out RUN --publish docs/cpu-proof/...`).
+# on its dev set (seed 1, the tasks the recipe was tuned on) and on its test sets (seeds 2026, 2027, 2031
+# and 2032, evaluated once with the recipe frozen). Then its dev-set learning curve, from the run's
+# published record (`SHIPPED_RECORD`, `mcp-rl train --out RUN --publish docs/cpu-proof/...`).
 
 # %%
 if shipped is not None:
@@ -302,14 +303,17 @@ if run is not None:
 # ## BFCL multi-turn
 #
 # The shipped pair (or, without it, notebook 04's) on BFCL's multi-turn tasks, through the kit's MCP
-# servers and BFCL's own checker. No run trained on BFCL: this is transfer. With vLLM installed, both
-# generate on vLLM's CPU backend (the merged weights, as the held-out evaluations do): BFCL prompts carry
-# every function doc of their classes, 4-5k tokens before the first turn, and transformers spent about
-# 20 times as long per task (measured below).
+# servers and BFCL's own checker. No run trained on BFCL: this is transfer, and it can go either way (GRPO
+# on the kit's tasks rewards the kit's habits, which BFCL need not). The line under the tables says, from
+# the paired intervals, which signals GRPO moved and which way. With vLLM installed, both generate on
+# vLLM's CPU backend (the merged weights, as the held-out evaluations do): BFCL prompts carry every
+# function doc of their classes, 4-5k tokens before the first turn, and transformers spent about 20 times
+# as long per task (measured below).
 #
 # What a 135M model can be expected to do here: **nothing right**. BFCL counts a task right only when every
-# turn leaves the same state as the ground truth. Measured on this kit's warm start (`cpu-learn`'s 20 SFT
-# steps on smollm2-135m; a 2-core AMD EPYC with AVX-512 BF16, beside a training run):
+# turn leaves the same state as the ground truth. Measured once on an earlier warm start (`cpu-demo`'s 20
+# SFT steps on smollm2-135m; the shipped one had 60, as `cpu-learn` has; a 2-core AMD EPYC with AVX-512
+# BF16, beside a training run):
 #
 #     mcp-rl eval --policy vllm:smollm2-135m --adapter RUN/sft/adapter --suite bfcl-base --limit 4 \
 #         --max-turns 3 --max-new-tokens 96 --out OUT
@@ -320,7 +324,7 @@ if run is not None:
 # and 2 of 4 first calls were well formed (parsed, and named an offered tool). So the finer signals are the
 # ones a 135M model can move: the share of **well-formed first calls**, the **tool failure rate** and **tool
 # calls per task**. Accuracy is shown with an exact (Clopper-Pearson) interval as well, because a bootstrap
-# of all-zero results gives [0, 0]: 0 right of 30 still allows up to 11.6%.
+# of all-zero results gives [0, 0]: 0 right of 30 still allows up to 11.6% (`exact_high`).
 #
 # `BFCL_LIMIT = 30` per side: on that machine, beside a training run (which slows it about 2x), one BFCL
 # task took 7.1 s on vLLM (4 tasks in 28.5 s after a 21 s engine start) and 139 s with transformers
@@ -365,6 +369,39 @@ else:
             ignore_index=True,
         )
     )
+
+# %%
+# The transfer in words, from the paired table above: the signals GRPO moved outside their 95% CI, and
+# which way (accuracy, well-formed first calls and the finish rate are better higher, tool failures lower).
+HIGHER_IS_BETTER = {
+    "accuracy": True,
+    "first_call_well_formed": True,
+    "finish_rate": True,
+    "tool_failure_rate": False,
+}
+for suite, pair in bfcl_runs.items():
+    table = report.paired_table(pair["before"], pair["after"], metrics=report.BFCL_SIGNALS)
+    table = table.set_index("metric")
+    moved = {"worse": [], "better": [], "changed": []}
+    for metric, row in table[table["outside_ci"].astype(bool)].iterrows():
+        if metric in HIGHER_IS_BETTER:
+            side = "better" if (row["diff"] > 0) == HIGHER_IS_BETTER[metric] else "worse"
+        else:  # calls per task: more or fewer is neither by itself
+            side = "changed"
+        moved[side].append(
+            f"{metric} {row['before']:.3f} -> {row['after']:.3f} ({row['diff']:+.3f} "
+            f"[{row['ci_low']:+.3f}, {row['ci_high']:+.3f}])"
+        )
+    verdict = {
+        (True, False): "GRPO made the transfer worse",
+        (False, True): "GRPO made the transfer better",
+        (True, True): "GRPO made the transfer better on some signals and worse on others",
+        (False, False): "GRPO moved no signal of the transfer outside its interval",
+    }[bool(moved["worse"]), bool(moved["better"])]
+    print(f"{suite}, GRPO against its warm start on {int(table['n_pairs'].max())} tasks: {verdict}")
+    for side, said in moved.items():
+        if said:
+            print(f"  {side}: " + "; ".join(said))
 
 # %% [markdown]
 # With more than one BFCL suite, BFCL multi-turn **overall** accuracy pools the tasks of all
