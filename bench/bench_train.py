@@ -109,7 +109,7 @@ def run_variant(variant: str, args: argparse.Namespace) -> dict:
         from datasets import Dataset
         from trl import GRPOTrainer
 
-        from toolkit.train.trl_compat import install_logprob_fallback
+        from toolkit.train.trl_adapter import install_logprob_fallback
 
         install_logprob_fallback()  # TRL 1.15 on a CPU torch build: the same LM head as the kit variant
         # the exact prompt text the kit's loop renders (tools from a gold replay's metadata)

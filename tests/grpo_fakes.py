@@ -1,6 +1,6 @@
 """Scripted pieces for tests of what TRL's GRPOTrainer scores from the kit's rollout: a policy whose every
 episode is one finish call with an answer the test chooses (or a failed sampler request), a reward that is
-that answer's number, a stand-in for the trainer the rollout function reads, and a ``KitGRPOTrainer`` on
+that answer's number, a stand-in for the trainer the rollout function reads, and the kit's GRPO trainer on
 the tiny random model built around them."""
 
 from __future__ import annotations
@@ -34,15 +34,19 @@ class EvalModeModel:
 
 
 class RolloutTrainer:
-    """What ``make_rollout_func``'s function reads from ``KitGRPOTrainer``: the tokenizer, the group size,
-    the step, the batch's rows (each task ``num_generations`` times) and TRL's metric logger (kept in
-    ``logged``). ``extra`` adds attributes (reward functions for dynamic sampling's scorer)."""
+    """What ``trl_adapter.rollout_func`` reads from the kit's GRPO trainer: the tokenizer, the group size,
+    the global step, the kit's step with the batch's tasks (each task ``num_generations`` times, as the
+    seam sets them) and TRL's metric logger (kept in ``logged``). ``extra`` adds attributes (reward
+    functions for dynamic sampling's scorer)."""
 
-    def __init__(self, tok: Any, tasks: list[Task], num_generations: int, step: int = 0, **extra: Any):
+    def __init__(
+        self, tok: Any, tasks: list[Task], num_generations: int, kit_step: Any, step: int = 0, **extra: Any
+    ):
         self.processing_class, self.num_generations = tok, num_generations
         self.model = EvalModeModel()
         self.state = SimpleNamespace(global_step=step)
-        self._kit_rows = [{"task": json.dumps(t.to_dict())} for t in tasks for _ in range(num_generations)]
+        self.kit_step = kit_step
+        kit_step.tasks = [t for t in tasks for _ in range(num_generations)]
         self.logged: dict[str, float] = {}
         self.__dict__.update(extra)
 
@@ -86,7 +90,7 @@ class FinishPolicy:
 
 
 def scoring_trainer(tmp_path: Path, monkeypatch: Any, answer_of: AnswerOf, *, sampling=None, **grpo: Any):
-    """A ``KitGRPOTrainer`` on the tiny random model whose generation batch is 2 tasks x 4 episodes of
+    """The kit's GRPO trainer on the tiny random model whose generation batch is 2 tasks x 4 episodes of
     ``FinishPolicy``, rewarded by ``AnswerValue``; call ``generation_batch`` for TRL's scored batch."""
     import torch
     from trl import GRPOConfig

@@ -16,7 +16,9 @@ from toolkit.agent.loop import MISSING_LOGPROBS, RolloutConfig, rollout
 from toolkit.agent.policies import Generation
 from toolkit.agent.testing import ScriptedPolicy, fake_opener, turns
 from toolkit.records import Task, Trajectory
-from toolkit.train.rollout import has_sampling_logprobs, make_rollout_func, trl_sample
+from toolkit.train.grpo import GRPOStep
+from toolkit.train.rollout import has_sampling_logprobs, token_sample
+from toolkit.train.trl_adapter import rollout_func
 
 EOS = 2
 CALL = '<tool_call>\n{"name": "add", "arguments": {"a": 1, "b": 3}}\n</tool_call>'
@@ -61,7 +63,7 @@ def test_a_turn_without_sampling_logprobs_is_counted_and_its_episode_masked_out(
     assert [t.metadata.get(MISSING_LOGPROBS, 0) > 0 for t in trajs] == [True, True, False]
     assert [has_sampling_logprobs(t) for t in trajs] == [False, False, True]
     for traj in trajs:
-        _, ids, logprobs, mask = trl_sample(traj, tokenizer.eos_token_id)
+        _, ids, logprobs, mask = token_sample(traj, tokenizer.eos_token_id)
         assert len(logprobs) == len(ids)
         if has_sampling_logprobs(traj):
             assert any(mask) and all(lp == -1.0 for lp, m in zip(logprobs, mask, strict=True) if m)
@@ -80,15 +82,17 @@ def test_trl_sample_masks_a_trajectory_whose_logprobs_do_not_match_its_tokens():
         logprobs=[-0.5, -0.5],
     )
     assert not has_sampling_logprobs(traj)
-    assert trl_sample(traj, EOS)[3] == [0, 0, 0]
+    assert token_sample(traj, EOS)[3] == [0, 0, 0]
 
 
-def _fake_trainer(tokenizer, tasks):
+def _fake_trainer(tokenizer, tasks, step):
     class FakeTrainer:
         processing_class = tokenizer
-        _kit_rows = [{"task": json.dumps(t.to_dict())} for t in tasks]
+        num_generations = 1
+        kit_step = step
 
         def __init__(self):
+            step.tasks = list(tasks)  # what the seam sets: the batch's rows as Tasks
             self.model = type(
                 "M", (), {"training": True, "eval": lambda s: None, "train": lambda s, m: None}
             )()
@@ -105,14 +109,14 @@ def test_rollout_func_logs_the_masked_share_and_refuses_a_policy_without_any_log
     tasks = calc_tasks(4)
     loop = RolloutConfig(max_turns=3)
     some = NoLogprobs(tokenizer, lambda key, step: "none" if key == 0 else None)
-    trainer = _fake_trainer(tokenizer, tasks)
-    out = make_rollout_func(loop, lambda _: some, open_episode=fake_opener())(["p"] * 4, trainer)
+    trainer = _fake_trainer(tokenizer, tasks, GRPOStep(loop, lambda _: some, open_episode=fake_opener()))
+    out = rollout_func(["p"] * 4, trainer)
     assert trainer.logged["episodes/logprobs_missing"] == 0.25
     assert not any(out["env_mask"][0]) and all(any(m) for m in out["env_mask"][1:])
     none = NoLogprobs(tokenizer, lambda key, step: "none")
-    rollout_func = make_rollout_func(loop, lambda _: none, open_episode=fake_opener())
+    step = GRPOStep(loop, lambda _: none, open_episode=fake_opener())
     with pytest.raises(RuntimeError, match="no sampling logprobs"):
-        rollout_func(["p"] * 4, _fake_trainer(tokenizer, tasks))
+        rollout_func(["p"] * 4, _fake_trainer(tokenizer, tasks, step))
 
 
 def test_the_kit_policies_give_every_model_token_its_sampling_logprob(tokenizer):

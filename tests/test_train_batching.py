@@ -17,7 +17,6 @@ from toolkit.train.batching import (
     SamplingConfig,
     group_spread,
     regroup_micro_batches,
-    replace_rows,
     stratified_order,
     trim_padding,
 )
@@ -90,11 +89,8 @@ def test_dynamic_sampling_drops_flat_groups_and_refills_them_with_other_tasks():
 
     batch = [pool[0], pool[3], pool[6], pool[7]]  # 2 flat groups (t0, t6) of 4
     tasks = [t for t in batch for _ in range(2)]
-    rows = [{"task": json.dumps(t.to_dict()), "kind": kind(t), "id": t.id} for t in tasks]
     sampler = DynamicSampling(pool, SamplingConfig(min_spread=0.5, max_refill_rounds=3), seed=0)
-    new_tasks, new_trajs, report = sampler.resample(
-        tasks, run(tasks), 2, run=run, score=score, on_replace=replace_rows(rows, 2)
-    )
+    new_tasks, new_trajs, report = sampler.resample(tasks, run(tasks), 2, run=run, score=score)
     assert report.groups == 4 and report.dropped == 2 and 1 <= report.rounds <= 3
     assert report.metrics()["dynamic/dropped_share"] == 0.5
     kept = [new_tasks[g * 2].id for g in range(4)]
@@ -103,8 +99,6 @@ def test_dynamic_sampling_drops_flat_groups_and_refills_them_with_other_tasks():
     assert kind(new_tasks[0]) == "lookup" and kind(new_tasks[4]) == "chain"  # the kind mix is kept
     assert len(set(kept)) == 4 and report.refilled == 2 and report.still_flat == 0
     assert [t.task_id for t in new_trajs] == [t.id for t in new_tasks]
-    assert [r["id"] for r in rows] == [t.id for t in new_tasks]  # the trainer's rows follow
-    assert [json.loads(r["task"])["id"] for r in rows] == [t.id for t in new_tasks]
     assert report.extra_episodes == sum(len(r) for r in runs[1:])
     # every group that lost its slot is kept in the report: as many episodes as the refills added
     assert sum(len(trajs) for _, _, trajs in report.discarded) == report.extra_episodes
@@ -186,7 +180,8 @@ def test_every_sampled_episode_is_measured_and_logged_kept_or_not(tmp_path):
     from toolkit.models import load_tokenizer
     from toolkit.records import read_jsonl
     from toolkit.rewards.trl import as_trl_reward_func
-    from toolkit.train.rollout import make_rollout_func
+    from toolkit.train.grpo import GRPOStep
+    from toolkit.train.trl_adapter import rollout_func
 
     tok = load_tokenizer("tiny-random")
     pool = read_jsonl(TASKS, Task)
@@ -199,7 +194,7 @@ def test_every_sampled_episode_is_measured_and_logged_kept_or_not(tmp_path):
 
     config = SamplingConfig(min_spread=0.1, max_refill_rounds=1, flat_groups="drop")
     log = tmp_path / "rollouts.jsonl"
-    rollout_func = make_rollout_func(
+    step = GRPOStep(
         RolloutConfig(max_turns=2),
         lambda _: FinishPolicy(tok, answer_of),
         rollout_log=log,
@@ -209,12 +204,16 @@ def test_every_sampled_episode_is_measured_and_logged_kept_or_not(tmp_path):
         tok,
         [by_id["calc-0"], by_id["calc-1"]],
         4,
+        step,
         step=3,
         reward_funcs=[as_trl_reward_func(AnswerValue())],
         reward_weights=torch.tensor([1.0]),
     )
     out = rollout_func(["p"] * 8, trainer)
-    assert [t["task_id"] for t in out["trajectory"]] == ["calc-0"] * 4 + ["calc-1"] * 4
+    assert [t.task_id for t in out["trajectory"]] == ["calc-0"] * 4 + ["calc-1"] * 4
+    # the rows TRL scores follow the slots: a task dynamic sampling put in would be the one rewarded
+    assert [t.id for t in out["task"]] == out["id"] == ["calc-0"] * 4 + ["calc-1"] * 4
+    assert out["silenced"] == [False] * 4 + [True] * 4
     logged = [json.loads(line) for line in log.read_text().splitlines()]
     assert len(logged) == 12 and {r["step"] for r in logged} == {3}
     kept = [r["task_id"] for r in logged if r["kept"]]
@@ -481,7 +480,7 @@ def test_a_shared_prompt_run_once_gives_the_full_forward_logprobs_and_gradients(
     from toolkit.train.batching import shared_prefix_logps
     from toolkit.train.config import build_lora_config, recipe_from_dict
     from toolkit.train.grpo import peft_model_for_grpo
-    from toolkit.train.trl_compat import install_logprob_fallback
+    from toolkit.train.trl_adapter import install_logprob_fallback
 
     install_logprob_fallback()  # TRL 1.15's fused head on a CPU torch build
     torch.manual_seed(0)

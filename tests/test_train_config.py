@@ -8,7 +8,7 @@ import pytest
 
 from toolkit.records import CallRecord, Trajectory
 from toolkit.train import config as cfg
-from toolkit.train.rollout import episode_metrics, trl_sample
+from toolkit.train.rollout import episode_metrics, token_sample
 
 EOS = 2
 
@@ -117,7 +117,7 @@ def _traj(stop, ids, mask, **kw):
 def test_trl_sample_trims_trailing_env_tokens_so_finished_episodes_end_on_eos():
     # model turn (10, 11, EOS), tool output (20, 21), model turn (12, EOS), trailing env tokens (22, 23)
     traj = _traj("max_turns", [10, 11, EOS, 20, 21, 12, EOS, 22, 23], [1, 1, 1, 0, 0, 1, 1, 0, 0])
-    prompt, ids, logprobs, mask = trl_sample(traj, EOS)
+    prompt, ids, logprobs, mask = token_sample(traj, EOS)
     assert prompt == [5, 6]
     assert ids == [10, 11, EOS, 20, 21, 12, EOS] and ids[-1] == EOS
     assert mask == [1, 1, 1, 0, 0, 1, 1] and len(logprobs) == len(ids)
@@ -125,11 +125,11 @@ def test_trl_sample_trims_trailing_env_tokens_so_finished_episodes_end_on_eos():
 
 def test_trl_sample_keeps_length_cut_episodes_truncated_and_masks_env_failures():
     cut = _traj("length", [10, 11, 20, 21], [1, 1, 0, 0])
-    assert trl_sample(cut, EOS)[1][-1] != EOS  # TRL's mask_truncated_completions sees the cut
+    assert token_sample(cut, EOS)[1][-1] != EOS  # TRL's mask_truncated_completions sees the cut
     broken = _traj("error", [10, EOS], [1, 1])
-    assert trl_sample(broken, EOS)[3] == [0, 0]
+    assert token_sample(broken, EOS)[3] == [0, 0]
     empty = _traj("error", [], [])
-    assert trl_sample(empty, EOS)[1:] == ([EOS], [0.0], [0])
+    assert token_sample(empty, EOS)[1:] == ([EOS], [0.0], [0])
 
 
 def test_episode_metrics():

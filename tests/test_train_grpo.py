@@ -307,14 +307,15 @@ def test_rollout_func_returns_env_mask_and_trajectories(tmp_path):
     from toolkit.agent.loop import RolloutConfig
     from toolkit.models import load_policy
     from toolkit.records import Task, read_jsonl
-    from toolkit.train.rollout import make_rollout_func
+    from toolkit.train.grpo import GRPOStep
+    from toolkit.train.trl_adapter import rollout_func
 
     model, tok = load_policy("tiny-random")
     tasks = read_jsonl(TASKS, Task)[:2]
 
     class FakeTrainer:  # what the rollout function reads from the trainer
         processing_class = tok
-        _kit_rows = [{"task": json.dumps(t.to_dict())} for t in tasks for _ in range(2)]
+        num_generations = 2
 
         def __init__(self):
             self.model = model
@@ -348,8 +349,11 @@ def test_rollout_func_returns_env_mask_and_trajectories(tmp_path):
 
     trainer = FakeTrainer()
     log = tmp_path / "rollouts.jsonl"
-    rollout_func = make_rollout_func(RolloutConfig(max_turns=3), lambda _: ScriptedPolicy(), rollout_log=log)
+    trainer.kit_step = GRPOStep(RolloutConfig(max_turns=3), lambda _: ScriptedPolicy(), rollout_log=log)
+    trainer.kit_step.tasks = [t for t in tasks for _ in range(2)]  # what the seam sets: the rows as Tasks
     out = rollout_func(["p"] * 4, trainer)
+    # the Tasks and the episodes travel on to the reward functions as records, not JSON
+    assert out["task"] == trainer.kit_step.tasks and out["id"] == [t.id for t in trainer.kit_step.tasks]
     assert {"prompt_ids", "completion_ids", "logprobs", "env_mask", "trajectory"} <= set(out)
     assert len(out["completion_ids"]) == 4
     ids, mask = out["completion_ids"][0], out["env_mask"][0]
@@ -357,7 +361,7 @@ def test_rollout_func_returns_env_mask_and_trajectories(tmp_path):
     text_env = tok.decode([i for i, m in zip(ids, mask, strict=True) if not m])
     assert "<tool_response>" in text_env and '"result": 5.0' in text_env
     assert "<tool_response>" not in tok.decode([i for i, m in zip(ids, mask, strict=True) if m])
-    assert out["trajectory"][0]["stop_reason"] == "finish"
+    assert out["trajectory"][0].stop_reason == "finish"
     assert trainer.logged["episodes/tool_calls_mean"] == 1.0 and trainer.logged["episodes/finish_rate"] == 1.0
     # every episode lands in the rollout log, with the step it was sampled at
     rollout_func(["p"] * 4, trainer)
@@ -396,19 +400,19 @@ def test_a_dead_sampler_raises_instead_of_stepping_on_nothing():
     from toolkit.agent.loop import RolloutConfig
     from toolkit.models import load_tokenizer
     from toolkit.records import Task, read_jsonl
-    from toolkit.train.rollout import make_rollout_func
+    from toolkit.train.grpo import GRPOStep
+    from toolkit.train.trl_adapter import rollout_func
 
     tok = load_tokenizer("tiny-random")
     tasks = read_jsonl(TASKS, Task)[:2]
 
     def rollout_with(failing: int):
         policy = FinishPolicy(tok, lambda task, key: None if key < failing else "5")
-        return make_rollout_func(RolloutConfig(max_turns=2), lambda _: policy)(
-            ["p"] * 4, RolloutTrainer(tok, tasks, 2)
-        )
+        step = GRPOStep(RolloutConfig(max_turns=2), lambda _: policy)
+        return rollout_func(["p"] * 4, RolloutTrainer(tok, tasks, 2, step))
 
     out = rollout_with(2)
-    assert [t["stop_reason"] for t in out["trajectory"]] == ["error", "error", "finish", "finish"]
+    assert [t.stop_reason for t in out["trajectory"]] == ["error", "error", "finish", "finish"]
     assert out["env_mask"][0] == [0] * len(out["env_mask"][0])
     for failing in (3, 4):
         with pytest.raises(

@@ -19,10 +19,14 @@ def test_the_ratio_is_one_before_the_first_optimizer_step_and_layout_free_after_
     from datasets import Dataset
     from trl import GRPOConfig
 
+    from toolkit.agent.loop import RolloutConfig
     from toolkit.models import load_policy
-    from toolkit.train.importance import enable_sampler_correction
-    from toolkit.train.rollout import kit_grpo_trainer_class
-    from toolkit.train.trl_compat import install_logprob_fallback
+    from toolkit.train.grpo import GRPOStep
+    from toolkit.train.trl_adapter import (
+        enable_sampler_correction,
+        install_logprob_fallback,
+        kit_grpo_trainer_class,
+    )
 
     monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
     install_logprob_fallback()
@@ -61,9 +65,9 @@ def test_the_ratio_is_one_before_the_first_optimizer_step_and_layout_free_after_
         train_dataset=Dataset.from_list([{"prompt": p} for p in prompts]),
         processing_class=tokenizer,
         rollout_func=rollout,
+        kit_step=GRPOStep(RolloutConfig(), shared_prefix=True),  # the update's settings; rows without tasks
     )
     assert enable_sampler_correction(trainer)
-    trainer._kit_shared_prefix = True
     seen = []  # (global step, old logprobs or None, the update's logprobs, loss mask)
     get_logps, compute_loss = trainer._get_per_token_logps_and_entropies, trainer._compute_loss
 

@@ -9,7 +9,7 @@ torch = pytest.importorskip("torch")
 
 
 def test_torch_logprobs_match_log_softmax_with_temperature_softcap_and_grad():
-    from toolkit.train.trl_compat import TorchChunkedLogProbs
+    from toolkit.train.trl_adapter import TorchChunkedLogProbs
 
     torch.manual_seed(0)
     n, h, v = 600, 8, 50  # more rows than one chunk
@@ -36,7 +36,7 @@ def test_fallback_routes_cpu_tensors_to_torch_and_gpu_tensors_to_trl(monkeypatch
 
     from trl.trainer import utils as trl_utils
 
-    from toolkit.train.trl_compat import DeviceDispatch, install_logprob_fallback
+    from toolkit.train.trl_adapter import DeviceDispatch, install_logprob_fallback
 
     monkeypatch.setattr(trl_utils, "_ChunkedLogProbFunction", None)  # no Triton (the CPU torch build)
     assert install_logprob_fallback() is True

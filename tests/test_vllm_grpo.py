@@ -19,7 +19,7 @@ pytest.importorskip("vllm")
 from toolkit.agent.loop import RolloutConfig, rollout  # noqa: E402
 from toolkit.agent.policies import VLLMPolicy  # noqa: E402
 from toolkit.agent.testing import check_token_exact, fake_opener  # noqa: E402
-from toolkit.records import Task, Trajectory  # noqa: E402
+from toolkit.records import Task  # noqa: E402
 
 pytestmark = pytest.mark.integration
 # Both sides run float32 here; what is left is the CPU backend's kernels (LoRA included) against
@@ -114,7 +114,7 @@ def test_two_grpo_steps_with_vllm_generation_and_a_hot_swapped_lora(engine, chec
     from trl import GRPOConfig
 
     from toolkit.train.grpo import build_grpo_trainer
-    from toolkit.train.rollout import trl_sample
+    from toolkit.train.rollout import token_sample
     from toolkit.train.vllm_backend import VLLMLoraSync
 
     llm, tokenizer = engine
@@ -180,10 +180,9 @@ def test_two_grpo_steps_with_vllm_generation_and_a_hot_swapped_lora(engine, chec
     # The env mask TRL trained with is the loop's: model tokens 1, the follow-up user turn 0.
     saw_env_tokens = False
     for out in batches:
-        for i, raw in enumerate(out["trajectory"]):
-            traj = Trajectory.from_dict(raw)
+        for i, traj in enumerate(out["trajectory"]):  # the rollout hands TRL the Trajectory records
             check_token_exact(traj, tokenizer)
-            prompt, completion, logprobs, mask = trl_sample(traj, tokenizer.eos_token_id)
+            prompt, completion, logprobs, mask = token_sample(traj, tokenizer.eos_token_id)
             assert out["env_mask"][i] == mask and out["completion_ids"][i] == completion
             assert len(out["logprobs"][i]) == len(completion)
             last_model_token = max((k for k, m in enumerate(mask) if m), default=0)

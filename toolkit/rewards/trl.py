@@ -4,8 +4,11 @@ TRL's GRPOTrainer calls each reward function as ``f(prompts=..., completions=...
 **kwargs)`` where kwargs holds every dataset column (repeated per generation) plus every extra key the
 ``rollout_func`` returned, one value per sample (``trl/trainer/grpo_trainer.py``: ``_generate`` merges
 ``extra_fields`` into the inputs, ``_calculate_rewards`` turns the columns into kwargs). The kit's
-rollout_func returns ``trajectory`` (a Trajectory dict per sample) and the dataset has a ``task``
-column (a Task as a JSON string or dict). The function name is what TRL logs the reward under.
+trainer hands over the records themselves: ``task`` (the Task its seam made of the dataset row,
+``toolkit.train.trl_adapter``) and ``trajectory`` (the episode), so nothing is parsed again here. A
+plain TRL trainer on ``toolkit.synth.dataset.tasks_to_dataset`` passes the ``task`` column as its JSON
+string, and a Trajectory may come as its dict: both are read too. The function name is what TRL logs
+the reward under.
 
 An episode that must teach nothing gets ``None`` from every kit reward function: TRL 1.15 then reads its
 reward as NaN, leaves it out of the group mean and of the std (group or batch) and sets its advantage to
@@ -23,7 +26,7 @@ from typing import Any
 from toolkit.records import Task, Trajectory
 from toolkit.rewards.base import Reward, as_reward
 
-# the rollout's per-sample flag (``toolkit.train.rollout``) for rows the update must not learn from
+# the rollout's per-sample flag (``toolkit.train.trl_adapter.rollout_func``) for rows the update must not learn from
 SILENCED = "silenced"
 
 

@@ -1,10 +1,11 @@
 """Tasks as a Hugging Face ``datasets.Dataset`` for TRL.
 
 Columns: ``prompt`` (conversational: a list with the user message; the trainer's chat template adds
-the system prompt and the enabled tools), ``task`` (the whole Task as a JSON string, so a reward
-function or rollout function receives it per row), and ``id``, ``kind``, ``split`` for filtering.
-Nested task fields stay in one JSON string because Arrow would otherwise force one schema on every
-task's free-form arguments and answers.
+the system prompt and the enabled tools), ``task`` (the whole Task as a JSON string), and ``id``,
+``kind``, ``split`` for filtering. Nested task fields stay in one JSON string because Arrow would
+otherwise force one schema on every task's free-form arguments and answers. A row becomes a Task again
+once, at the trainer's seam (``task_from_row``, called by ``toolkit.train.trl_adapter``); from there the
+Task itself travels to the rollout and the reward functions.
 """
 
 from __future__ import annotations
@@ -17,14 +18,21 @@ from typing import Any
 from toolkit.records import Task, read_jsonl
 
 
-def task_row(task: Task) -> dict[str, Any]:
+def task_columns(task: Task) -> dict[str, Any]:
+    """A task's row without the ``task`` column: what the trainer logs and filters by."""
     return {
         "prompt": [{"role": "user", "content": task.prompt}],
-        "task": json.dumps(task.to_dict(), sort_keys=True, ensure_ascii=False),
         "id": task.id,
         "kind": str(task.metadata.get("kind", "")),
         "split": task.split,
     }
+
+
+def task_row(task: Task) -> dict[str, Any]:
+    """A task's dataset row: ``task_columns`` and the Task as a JSON string."""
+    row = task_columns(task)
+    row["task"] = json.dumps(task.to_dict(), sort_keys=True, ensure_ascii=False)
+    return {key: row[key] for key in ("prompt", "task", "id", "kind", "split")}
 
 
 def tasks_to_dataset(tasks: Iterable[Task]) -> Any:
@@ -57,7 +65,10 @@ def load_tasks_dataset(
     return tasks_to_dataset(tasks)
 
 
-def task_from_row(row: dict[str, Any]) -> Task:
-    """The Task back from a dataset row (or from the ``task`` JSON string itself)."""
+def task_from_row(row: dict[str, Any] | str) -> Task:
+    """The Task of a dataset row (its ``task`` column: a JSON string, a dict, or the Task), or of the
+    ``task`` JSON string itself."""
     raw = row["task"] if isinstance(row, dict) else row
-    return Task.from_dict(json.loads(raw))
+    if isinstance(raw, Task):
+        return raw
+    return Task.from_dict(json.loads(raw) if isinstance(raw, str) else raw)

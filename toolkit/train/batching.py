@@ -14,8 +14,8 @@ dataset in blocks of that many tasks). The kit decides which tasks share a block
   spreads less than ``min_spread`` teach nothing (zero or near-zero advantage); they are dropped and
   replaced by groups of other tasks, at most ``max_refill_rounds`` times. The rewards are pure
   functions of (task, trajectory), so the trainer's own reward functions score the groups here. The
-  replacement tasks are written into the trainer's rows (``KitGRPOTrainer._kit_rows``, the very list
-  TRL reads the ``task`` column from when it computes the rewards), so TRL scores what was sampled.
+  rollout hands TRL the replacement tasks with their episodes (``toolkit.train.trl_adapter.rollout_func``:
+  the rows' columns, the Task itself included), so TRL scores what was sampled.
 
 ``SamplingConfig`` is the recipe's ``grpo_sampling`` section.
 """
@@ -263,8 +263,6 @@ def reward_scorer(
     ``component`` None: the total reward, summed as TRL sums it (``toolkit.train.diagnostics.weighted_rewards``).
     A component name: that entry of each kit reward's breakdown, weighted like its reward and summed over
     the rewards that report it (``grpo_sampling.spread_on``). Unscorable episodes are NaN either way."""
-    import json
-
     import torch
 
     from toolkit.rewards.trl import TRLRewardFunc, scorable
@@ -275,10 +273,7 @@ def reward_scorer(
         raise ValueError(f"{len(funcs)} reward functions but {len(weights)} weights")
 
     def total(tasks: list[Task], trajs: list[Trajectory]) -> list[float]:
-        kwargs = {
-            "task": [json.dumps(t.to_dict(), sort_keys=True) for t in tasks],
-            "trajectory": [t.to_dict() for t in trajs],
-        }
+        kwargs = {"task": list(tasks), "trajectory": list(trajs)}  # the records, as the trainer hands them
         per_func = []
         for func in funcs:
             values = func(prompts=[None] * len(tasks), completions=[None] * len(tasks), **kwargs)
@@ -368,13 +363,12 @@ class DynamicSampling:
         group_size: int,
         run: Callable[[list[Task]], list[Trajectory]],
         score: Callable[[list[Task], list[Trajectory]], list[float]],
-        on_replace: Callable[[int, Task], None] | None = None,
     ) -> tuple[list[Task], list[Trajectory], RefillReport]:
         """The batch with flat groups replaced; ``tasks``/``trajs`` hold ``group_size`` consecutive
         episodes per task (TRL's order). ``run`` samples episodes of a task list (one per entry);
-        ``score`` gives their total rewards; ``on_replace(slot, task)`` is told each replacement. The
-        report keeps the groups that lost their slot (``RefillReport.discarded``): the policy sampled them,
-        and what it did there is measured and logged like the rest (``toolkit.train.rollout``)."""
+        ``score`` gives their total rewards. The report keeps the groups that lost their slot
+        (``RefillReport.discarded``): the policy sampled them, and what it did there is measured and logged
+        like the rest (``toolkit.train.grpo.GRPOStep``)."""
         if group_size < 1 or len(tasks) % group_size or len(tasks) != len(trajs):
             raise ValueError(f"{len(tasks)} tasks / {len(trajs)} episodes do not make groups of {group_size}")
         tasks, trajs = list(tasks), list(trajs)
@@ -407,8 +401,6 @@ class DynamicSampling:
                     spreads[g], report.slot_rounds[g] = spread, report.rounds
                     tasks[old], trajs[old] = new_tasks[part], new_trajs[part]
                     replaced.add(g)
-                    if on_replace is not None:
-                        on_replace(g, fresh[j])
                 else:
                     report.discarded.append((report.rounds, new_tasks[part], new_trajs[part]))
                 if spreads[g] < threshold:
@@ -427,19 +419,6 @@ def silenced_rows(report: RefillReport, group_size: int, flat_groups: str) -> li
     if flat_groups == "keep":
         return []
     return [g * group_size + i for g in report.flat_slots for i in range(group_size)]
-
-
-def replace_rows(rows: list[dict[str, Any]], group_size: int) -> Callable[[int, Task], None]:
-    """``on_replace`` that writes a replacement task into the trainer's rows in place (the list TRL
-    reads the ``task``, ``kind`` and ``prompt`` columns from after the rollout)."""
-    from toolkit.synth.dataset import task_row
-
-    def on_replace(slot: int, task: Task) -> None:
-        row = task_row(task)
-        for i in range(slot * group_size, (slot + 1) * group_size):
-            rows[i] = dict(row)
-
-    return on_replace
 
 
 def tasks_per_step(grpo_config: Any) -> int:

@@ -359,10 +359,10 @@ def grpo_kwargs(
 def build_grpo_config(
     recipe: Recipe, output_dir: str | Path, *, use_cpu: bool, report_to: Any = "none"
 ) -> Any:
-    from trl import GRPOConfig
+    from toolkit.train.trl_adapter import grpo_config_class
 
     try:
-        return GRPOConfig(**grpo_kwargs(recipe, output_dir, use_cpu=use_cpu, report_to=report_to))
+        return grpo_config_class()(**grpo_kwargs(recipe, output_dir, use_cpu=use_cpu, report_to=report_to))
     except TypeError as exc:
         raise RecipeError(f"recipe {recipe.name!r}: bad grpo section: {exc}") from exc
 
@@ -393,10 +393,10 @@ def build_sft_config(
     tokenizes them with the template's generation markers and passes ``assistant_masks``, from which
     TRL builds the labels. (``assistant_only_loss=True`` would ask TRL to re-render a ``messages``
     column, which the pre-tokenized rows do not have.)"""
-    from trl import SFTConfig
+    from toolkit.train.trl_adapter import sft_config_class
 
     try:
-        return SFTConfig(**sft_kwargs(recipe, output_dir, use_cpu=use_cpu, report_to=report_to))
+        return sft_config_class()(**sft_kwargs(recipe, output_dir, use_cpu=use_cpu, report_to=report_to))
     except TypeError as exc:
         raise RecipeError(f"recipe {recipe.name!r}: bad sft section: {exc}") from exc
 
@@ -515,10 +515,12 @@ def check_recipe_types(recipe: Recipe) -> None:
     positive, and the ``synth`` settings and rewards build. Otherwise a typo in ``--set`` fails when its
     stage starts, after the warm start (``grpo.nosuch_knob``: 147 s)."""
     from peft import LoraConfig
-    from trl import GRPOConfig, SFTConfig
 
     from toolkit.agent.loop import RolloutConfig
     from toolkit.train.batching import SamplingConfig
+    from toolkit.train.trl_adapter import grpo_config_class, sft_config_class
+
+    GRPOConfig, SFTConfig = grpo_config_class(), sft_config_class()  # noqa: N806 (the classes)
 
     def field_names(cls: Any) -> set[str]:
         return {f.name for f in dataclasses.fields(cls)}
@@ -619,7 +621,9 @@ def first_step_learning_rate(section: dict[str, Any], config_cls: Any) -> float:
 def schedule_warnings(recipe: Recipe) -> list[str]:
     """One line per training section whose first optimizer step runs at learning rate 0 (a warmup):
     that step costs its whole batch (a GRPO step's generation included) and changes nothing."""
-    from trl import GRPOConfig, SFTConfig
+    from toolkit.train.trl_adapter import grpo_config_class, sft_config_class
+
+    GRPOConfig, SFTConfig = grpo_config_class(), sft_config_class()  # noqa: N806 (the classes)
 
     out = []
     for section, values, cls in (("sft", recipe.sft, SFTConfig), ("grpo", recipe.grpo, GRPOConfig)):

@@ -83,16 +83,3 @@ def weighted_rewards(rewards_per_func: Any, weights: Any) -> list[float]:
     totals = (per_func * weights.detach().float().cpu().unsqueeze(0)).nansum(dim=1)
     totals[torch.isnan(per_func).all(dim=1)] = float("nan")
     return totals.tolist()
-
-
-def log_step_diagnostics(trainer: Any, inputs: list[dict[str, Any]], rewards_per_func: Any) -> None:
-    """Log ``kind_diagnostics`` for one training batch through TRL's per-step metric averaging.
-
-    Skipped when the gathered rewards do not line up with this process's rows (several processes:
-    rank 0's rows are not the whole batch) or outside training."""
-    if not getattr(trainer.model, "training", True) or len(inputs) != len(rewards_per_func):
-        return
-    kinds = [row.get("kind") or "unknown" for row in inputs]
-    totals = weighted_rewards(rewards_per_func, trainer.reward_weights)
-    for name, value in kind_diagnostics(kinds, totals, trainer.num_generations).items():
-        trainer._log_metric(name, value)

@@ -1,20 +1,193 @@
-"""GRPO with TRL's GRPOTrainer, the kit's agent loop as the rollout, a kit reward, LoRA through PEFT.
+"""One GRPO step, top to bottom, and the trainer that runs it.
 
-``build_grpo_trainer`` assembles the pieces; the trainer, its loss (clipped ratio, KL to the
-reference, ``mask_truncated_completions``, multiple iterations) and its optimiser are TRL's. What the
-kit adds: the rollout (``toolkit.train.rollout``), the reward adapter (``toolkit.rewards.trl``), the
-metrics file and the LoRA reference refresh (``toolkit.train.callbacks``).
+TRL's GRPOTrainer owns the loop, the advantages, the loss (clipped ratio, KL to the reference,
+``mask_truncated_completions``, several iterations) and the optimiser. The kit's part of each step is
+``GRPOStep``, read in the order it happens; TRL calls into it through ``toolkit.train.trl_adapter``, the
+only place that knows TRL's hooks:
+
+1. **tasks**: the generation batch's dataset rows become ``Task`` records once, at the adapter's seam
+   (``num_generations`` consecutive rows per task: a group).
+2. **sample** (``GRPOStep.sample``): one episode of the kit's agent loop per row, with the policy the
+   backend syncs to the trainer's current weights.
+3. **filter**: dynamic sampling swaps groups whose rewards barely differ for groups of other tasks;
+   with ``flat_groups: drop`` the groups still flat are silenced (no reward, no loss tokens).
+4. **score**: TRL calls the kit's rewards (``toolkit.rewards.trl``) on the Tasks and Trajectories the
+   sample handed it; failed and silenced episodes get None, so they stay out of their group's baseline.
+5. **advantages**: TRL's (group mean and std; an episode without reward gets advantage 0).
+   ``GRPOStep.scored`` reads the totals back per task kind.
+6. **update**: TRL's loss on micro-batches the kit lays out (``GRPOStep.micro_batches``: regrouped by
+   task and cut to their own length; a shared prompt run once with ``shared_prefix``).
+7. **log**: ``episodes/``, ``batch/``, ``dynamic/`` and ``kinds/`` metrics beside TRL's, and every
+   sampled episode in ``rollouts.jsonl``.
+
+``build_grpo_trainer`` assembles the step and the trainer; the metrics file and the LoRA reference
+refresh are callbacks (``toolkit.train.callbacks``).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import os
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from toolkit.records import Task
+from toolkit.records import Task, Trajectory
+
+
+@dataclasses.dataclass
+class Rollout:
+    """What one generation batch's sampling produced (steps 2-3): the batch the update learns from, and
+    what was measured about every episode sampled for it."""
+
+    tasks: list[Task]  # one per episode, a group's episodes consecutive (after dynamic sampling)
+    trajs: list[Trajectory]
+    silenced: set[int]  # rows that teach nothing (flat_groups: drop): no loss tokens, no reward
+    metrics: dict[str, float]
+
+
+class GRPOStep:
+    """The kit's side of a GRPO step: its settings, and the state of the generation batch in flight (the one
+    object the trainer carries for the kit: ``trainer.kit_step``).
+
+    Args:
+        loop_config: a ``toolkit.agent.loop.RolloutConfig`` (budgets, temperature, finish tool).
+        policy_factory: ``trainer -> Policy``, called once per generation batch; defaults to
+            transformers generation with the trained model. The backends pass theirs (vLLM, Unsloth).
+        open_episode: override the environment opener (tests).
+        rollout_log: JSONL file that gets every sampled episode of every step appended (step, task,
+            messages, calls, stop reason, ``round``: 0 for the first sampling, r for refill round r, and
+            ``kept``: whether its group went into the update, i.e. was neither replaced nor silenced).
+        dynamic: a ``toolkit.train.batching.DynamicSampling`` (step 3), or None.
+        shared_prefix: ``grpo_sampling.shared_prefix_update`` (step 6).
+    """
+
+    def __init__(
+        self,
+        loop_config: Any,
+        policy_factory: Callable[[Any], Any] | None = None,
+        *,
+        open_episode: Any = None,
+        rollout_log: str | Path | None = None,
+        dynamic: Any = None,
+        shared_prefix: bool = False,
+    ):
+        from toolkit.train.rollout import RolloutLog, transformers_policy
+
+        self.loop_config = loop_config
+        self.policy_factory = policy_factory or transformers_policy
+        self.open_episode = open_episode
+        self.log = RolloutLog(rollout_log) if rollout_log is not None else None
+        self.dynamic = dynamic
+        self.regroup = True  # micro-batches by task, cut to length (bench_grpo_step turns it off to compare)
+        self.shared_prefix = shared_prefix
+        # the batch in flight
+        self.tasks: list[Task] | None = None  # its rows as Tasks, set at the seam (trl_adapter)
+        self.scored_step: int | None = None  # the global step TRL scored the buffered batch at
+
+    # -- 2-3. sample the groups, filter them ---------------------------------------------------------------
+
+    def sample(self, tasks: list[Task], trainer: Any) -> Rollout:
+        """One episode per task (each task ``num_generations`` times), flat groups replaced or silenced.
+
+        Rows that must teach nothing get an all-zero ``env_mask`` (out of TRL's loss and its normaliser) and,
+        through the reward functions, no reward (out of the group mean and the std, advantage 0): episodes
+        whose sampler or environment failed (``rollout.token_sample``), and with ``flat_groups: drop`` the
+        slots still flat after dynamic sampling's refill rounds. More than half of a rollout failing on the
+        policy endpoint raises (``rollout.raise_on_dead_sampler``)."""
+        from toolkit.train.batching import silenced_rows, trainer_scorer
+
+        group = trainer.num_generations
+        policy = self.policy_factory(trainer)  # generates with the weights after the last optimizer step
+        was_training = trainer.model.training
+        trainer.model.eval()  # no dropout while sampling; TRL switches back for the update
+        started = time.perf_counter()
+        report = None
+        try:
+            trajs = self._episodes(tasks, policy)
+            if self.dynamic is not None:
+                # a group whose rewards barely differ has (near) zero advantage: sample other tasks instead
+                score = trainer_scorer(trainer, self.dynamic.config.spread_on)
+                run = lambda ts: self._episodes(ts, policy)  # noqa: E731
+                tasks, trajs, report = self.dynamic.resample(tasks, trajs, group, run=run, score=score)
+        finally:
+            trainer.model.train(was_training)
+        silenced = set(silenced_rows(report, group, self.dynamic.config.flat_groups)) if report else set()
+        rollout = Rollout(tasks, trajs, silenced, {})
+        rollout.metrics = self._measure(rollout, report, trainer, time.perf_counter() - started)
+        return rollout
+
+    def _episodes(self, tasks: list[Task], policy: Any) -> list[Trajectory]:
+        from toolkit.agent.loop import rollout
+        from toolkit.train.rollout import raise_on_dead_sampler
+
+        trajs = rollout(tasks, policy, self.loop_config, n=1, open_episode=self.open_episode)
+        raise_on_dead_sampler(trajs)
+        return trajs
+
+    # -- 7. measure and log what was sampled ---------------------------------------------------------------
+
+    def _measure(self, rollout: Rollout, report: Any, trainer: Any, seconds: float) -> dict[str, float]:
+        """The ``episodes/...`` metrics and the rollout log cover every episode the policy sampled in the
+        step, the groups dynamic sampling replaced included (``episodes/sampled`` of them; with dynamic
+        sampling also their reward, ``episodes/reward_*``, since TRL's ``reward`` covers the kept rows only).
+        ``batch/...`` and ``dynamic/...`` describe the batch TRL scores."""
+        from toolkit.train.batching import batch_mix_metrics, task_kind, trainer_scorer
+        from toolkit.train.diagnostics import answer_correct_share
+        from toolkit.train.rollout import (
+            episode_metrics,
+            logprobs_missing_share,
+            reward_stats,
+            rollout_log_record,
+        )
+
+        group = trainer.num_generations
+        # every sampled episode: the batch's (kept unless silenced), then the groups that lost their slot
+        sampled = [
+            (task, traj, report.slot_rounds[i // group] if report else 0, i not in rollout.silenced)
+            for i, (task, traj) in enumerate(zip(rollout.tasks, rollout.trajs, strict=True))
+        ]
+        for round_, ts, trs in report.discarded if report else []:
+            sampled.extend((task, traj, round_, False) for task, traj in zip(ts, trs, strict=True))
+        all_tasks, all_trajs = [s[0] for s in sampled], [s[1] for s in sampled]
+        metrics = episode_metrics(all_trajs)
+        metrics["episodes/sampled"] = float(len(sampled))
+        metrics["episodes/logprobs_missing"] = logprobs_missing_share(rollout.trajs)
+        metrics["episodes/rollout_seconds"] = seconds
+        if report is not None:
+            metrics.update(report.metrics())
+            metrics["dynamic/silenced_share"] = len(rollout.silenced) / max(1, len(rollout.trajs))
+        if self.dynamic is not None:  # without it TRL's reward covers every episode already
+            metrics.update(reward_stats(trainer_scorer(trainer)(all_tasks, all_trajs)))
+        kinds = [task_kind(t) for t in rollout.tasks]
+        metrics.update(batch_mix_metrics(kinds, [t.id for t in rollout.tasks], group))
+        answer_correct = answer_correct_share(all_tasks, all_trajs)
+        if answer_correct is not None:
+            metrics["episodes/answer_correct"] = answer_correct
+        if self.log is not None:
+            step = trainer.state.global_step
+            self.log.append(
+                trainer, (rollout_log_record(step, tr, rnd, kept) for _, tr, rnd, kept in sampled)
+            )
+        return metrics
+
+    # -- 4-5. scored: TRL has the rewards and the advantages -----------------------------------------------
+
+    def scored(self, kinds: Sequence[str], totals: Sequence[float], group: int) -> dict[str, float]:
+        """Per task kind, the batch's share, reward mean and zero-variance groups
+        (``toolkit.train.diagnostics.kind_diagnostics``): which kinds feed the update."""
+        from toolkit.train.diagnostics import kind_diagnostics
+
+        return kind_diagnostics(kinds, totals, group)
+
+    # -- 6. the update's micro-batches ---------------------------------------------------------------------
+
+    def micro_batches(self, batches: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The scored generation batch's micro-batches regrouped by task and cut to their own length
+        (``toolkit.train.batching.regroup_micro_batches``): the same gradient, fewer padded tokens."""
+        from toolkit.train.batching import regroup_micro_batches
+
+        return regroup_micro_batches(batches) if self.regroup else batches
 
 
 def first_turn_only(task: Task) -> Task:
@@ -52,7 +225,7 @@ def peft_model_for_grpo(model: Any, lora_config: Any, adapter: str | Path | None
 
 
 def reward_funcs(name: str | Sequence[str], config: dict[str, Any] | None = None) -> list[Any]:
-    """The recipe's reward as TRL reward functions (each reads the ``task`` column and ``trajectory``).
+    """The recipe's reward as TRL reward functions (each reads the ``task`` and ``trajectory`` of a row).
 
     A list of names gives one function per reward; TRL sums them with ``grpo.reward_weights`` and logs
     each on its own. ``config`` is then keyed by reward name (``{"prove": {...}}``)."""
@@ -80,7 +253,8 @@ def build_grpo_trainer(
     sampler_correction: bool | None = None,
     sampling: Any = None,
 ) -> Any:
-    """A ``KitGRPOTrainer`` ready to ``train()``; ``model`` may be a plain or a PEFT model.
+    """A GRPO trainer running ``GRPOStep`` (``trainer.kit_step``), ready to ``train()``; ``model`` may be a
+    plain or a PEFT model.
 
     ``sampler_correction``: the policy samples with another engine than the trainer's (vLLM), so TRL's
     truncated importance-sampling correction is applied (``toolkit.train.importance``). Default: the
@@ -89,40 +263,33 @@ def build_grpo_trainer(
     dict): the order tasks are drawn in and dynamic sampling, seeded by ``grpo_config.seed``."""
     from toolkit.train.batching import SamplingConfig, task_order_and_refill
     from toolkit.train.callbacks import PeftRefSyncCallback, use_step_lines
-    from toolkit.train.rollout import kit_grpo_trainer_class, make_rollout_func, transformers_policy
-    from toolkit.train.trl_compat import install_logprob_fallback
+    from toolkit.train.trl_adapter import enable_sampler_correction, grpo_trainer
 
     if not isinstance(sampling, SamplingConfig):
         sampling = SamplingConfig.from_recipe(sampling)
     tasks, dynamic = task_order_and_refill(tasks, grpo_config, sampling)
-    rollout_func = make_rollout_func(
+    step = GRPOStep(
         loop_config,
-        policy_factory or transformers_policy,
+        policy_factory,
         open_episode=open_episode,
         rollout_log=Path(grpo_config.output_dir) / "rollouts.jsonl",
         dynamic=dynamic,
+        shared_prefix=sampling.shared_prefix_update,
     )
-    # rollout_func is marked experimental in TRL; the kit pins the version, so say it once here.
-    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
-    install_logprob_fallback()  # TRL 1.15 on a CPU torch build: toolkit/train/trl_compat.py
-    trainer_cls = kit_grpo_trainer_class()
-    trainer = trainer_cls(
+    trainer = grpo_trainer(
+        step,
         model=model,
-        reward_funcs=reward_funcs(reward, reward_config),
+        tokenizer=tokenizer,
         args=grpo_config,
-        train_dataset=tasks_dataset(tasks),
-        processing_class=tokenizer,
-        rollout_func=rollout_func,
+        dataset=tasks_dataset(tasks),
+        reward_funcs=reward_funcs(reward, reward_config),
         callbacks=callbacks,
     )
     use_step_lines(trainer, "grpo")  # one line per step, not TRL's raw dict of ~60 metrics
     if sampler_correction is None:
         sampler_correction = bool(getattr(policy_factory, "samples_off_policy", False))
     if sampler_correction:
-        from toolkit.train.importance import enable_sampler_correction
-
         enable_sampler_correction(trainer)
-    trainer._kit_shared_prefix = sampling.shared_prefix_update
     enabled, every, alpha = ref_sync
     if enabled and grpo_config.beta > 0:
         trainer.add_callback(PeftRefSyncCallback(every, alpha, trainer.accelerator))

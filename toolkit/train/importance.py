@@ -9,10 +9,11 @@ takes ``ratio = exp(logp_trainer - logp_sampler)`` against the ``logprobs`` the 
 returned, truncates it (``token_truncate``: ``min(ratio, vllm_importance_sampling_clip_max)``) and
 multiplies the per-token loss by it. But TRL gates all of that on ``self.use_vllm``, which also makes it
 build an engine of its own; the kit's engine lives behind ``rollout_func``, so ``GRPOConfig.use_vllm``
-stays False and ``enable_sampler_correction`` turns on only the flag, with a stand-in for TRL's engine
-whose weight sync is a no-op (the kit's policy factory syncs the adapter before each rollout batch).
+stays False and ``toolkit.train.trl_adapter.enable_sampler_correction`` turns on only the flag, with a
+stand-in for TRL's engine whose weight sync is a no-op (the kit's policy factory syncs the adapter before
+each rollout batch).
 
-``SamplerMismatchMetrics`` adds what TRL does not log: a KL estimate between the sampler and the trainer
+``mismatch_stats`` measures what TRL does not log (the adapter logs it after TRL has scored a batch): a KL estimate between the sampler and the trainer
 and the share of tokens whose ratio fell outside the clip range (truncated, or zeroed in the ``*_mask``
 modes). TRL itself logs ``sampling/sampling_logp_difference/{mean,max}`` (mean and max
 |logp_trainer - logp_sampler| over model tokens) and ``sampling/importance_sampling_ratio/{min,mean,max}``.
@@ -26,27 +27,6 @@ from typing import Any
 # IS, as in Yao et al. 2025, "Your efficient RL framework secretly brings you off-policy RL training".
 # A recipe's grpo section may set any of TRL's vllm_importance_sampling_* fields instead.
 KIT_IS_MODE = "token_truncate"
-
-
-class RolloutFuncEngine:
-    """What TRL's ``GRPOTrainer`` calls on its vLLM engine when ``use_vllm`` is set and a ``rollout_func``
-    generates: ``sync_weights()`` at each new global step. The kit's policy factories (``VLLMLoraSync``,
-    ``ServerLoraSync``) save and load the adapter themselves, so there is nothing to do here."""
-
-    def sync_weights(self) -> None:
-        return None
-
-
-def enable_sampler_correction(trainer: Any) -> bool:
-    """Make TRL apply its vLLM importance-sampling correction to the kit's ``rollout_func`` samples.
-    True when it is on; False when the config turned it off or TRL runs an engine of its own (then TRL
-    already corrects)."""
-    if trainer.args.use_vllm or not trainer.vllm_importance_sampling_correction:
-        return False
-    trainer.use_vllm = True
-    trainer.vllm_generation = RolloutFuncEngine()
-    trainer._last_loaded_step = -1
-    return True
 
 
 def default_is_mode(grpo_config: Any, recipe_grpo: dict[str, Any]) -> Any:
@@ -91,42 +71,3 @@ def mismatch_stats(
         "units": float(units.sum()),
         "outside": float((outside & units).sum()),
     }
-
-
-class SamplerMismatchMetrics:
-    """``GRPOTrainer`` mixin: after TRL has scored a batch with the correction on, log the sampler/trainer
-    KL estimate and the truncated share (per step, averaged like TRL's own metrics)."""
-
-    def _generate_and_score_completions(self, inputs: Any) -> Any:
-        output = super()._generate_and_score_completions(inputs)  # type: ignore[misc]
-        if getattr(self, "use_vllm", False) and self.vllm_importance_sampling_correction:
-            self._log_sampler_mismatch(output)
-        return output
-
-    def _log_sampler_mismatch(self, output: dict[str, Any]) -> None:
-        import torch
-
-        trainer_logps = output.get("old_per_token_logps")
-        sampler_logps = output.get("sampling_per_token_logps")
-        if trainer_logps is None or sampler_logps is None:
-            return
-        mask = output["completion_mask"]
-        if output.get("tool_mask") is not None:
-            mask = mask * output["tool_mask"]
-        stats = mismatch_stats(
-            trainer_logps,
-            sampler_logps,
-            mask,
-            mode=self.vllm_importance_sampling_mode,
-            clip_min=self.vllm_importance_sampling_clip_min,
-            clip_max=self.vllm_importance_sampling_clip_max,
-        )
-        keys = ("tokens", "abs_diff", "kl", "units", "outside")
-        local = torch.tensor([stats[k] for k in keys], device=trainer_logps.device)
-        total = dict(zip(keys, self.accelerator.gather(local[None]).sum(0).tolist(), strict=True))
-        mode = "train" if self.model.training else "eval"
-        tokens = max(total["tokens"], 1.0)
-        self._metrics[mode]["sampling/sampler_trainer_kl"].append(total["kl"] / tokens)
-        self._metrics[mode]["sampling/importance_sampling_ratio/truncated_share"].append(
-            total["outside"] / max(total["units"], 1.0)
-        )

@@ -181,9 +181,9 @@ def chat_messages(traj: Trajectory) -> list[dict[str, Any]]:
 
 def training_template(tokenizer: Any) -> str:
     """The tokenizer's template with ``{% generation %}`` markers (TRL ships one per known template)."""
-    from trl.chat_template_utils import get_training_chat_template
+    from toolkit.train.trl_adapter import training_chat_template
 
-    return get_training_chat_template(tokenizer) or tokenizer.chat_template
+    return training_chat_template(tokenizer)
 
 
 def tokenize_example(
@@ -251,24 +251,12 @@ def run_sft(
     resume_from_checkpoint: str | None = None,
 ) -> Any:
     """Train with TRL's SFTTrainer on tokenized rows; returns the trainer (its model has the adapter)."""
-    from datasets import Dataset
-    from trl import SFTTrainer
-
     from toolkit.train.callbacks import use_step_lines
-    from toolkit.train.trl_compat import install_logprob_fallback
-
-    install_logprob_fallback()  # TRL 1.15 on a CPU torch build
+    from toolkit.train.trl_adapter import sft_trainer
 
     if not rows:
         raise ValueError("no SFT examples: the gold replay produced no clean trajectories")
-    trainer = SFTTrainer(
-        model=model,
-        args=sft_config,
-        train_dataset=Dataset.from_list(rows),
-        processing_class=tokenizer,
-        peft_config=lora_config,
-        callbacks=callbacks,
-    )
+    trainer = sft_trainer(model, tokenizer, rows, sft_config, lora_config, callbacks)
     use_step_lines(trainer, "sft")  # one line per step, not the raw log dict
     trainer.train(resume_from_checkpoint=resume_from_checkpoint)
     return trainer

@@ -332,12 +332,11 @@ class UnslothBackend:
             raise RecipeError(f"recipe {self.recipe.name!r}: {exc}") from exc
 
     def sft_config(self, out: Path, report_to: Any) -> Any:
-        from trl import SFTConfig
-
         from toolkit.train.config import sft_kwargs
+        from toolkit.train.trl_adapter import sft_config_class
 
         kwargs = sft_kwargs(self.recipe, out, use_cpu=False, report_to=report_to)
-        return self._trainer_config(SFTConfig, kwargs, self.precision())
+        return self._trainer_config(sft_config_class(), kwargs, self.precision())
 
     def grpo_model(self, warm: Path | None) -> tuple[Any, Any]:
         model, tokenizer = self._loaded()
@@ -345,9 +344,10 @@ class UnslothBackend:
         return model, tokenizer
 
     def grpo_config(self, out: Path, report_to: Any) -> Any:
-        from trl import GRPOConfig
-
         from toolkit.train.config import grpo_kwargs
+        from toolkit.train.trl_adapter import grpo_config_class
+
+        GRPOConfig = grpo_config_class()  # noqa: N806 (Unsloth's, when it was imported first)
 
         self.lora_dir = Path(out) / "rollout_lora"
         kwargs = grpo_kwargs(self.recipe, out, use_cpu=False, report_to=report_to)
