@@ -11,7 +11,13 @@ import os
 import sys
 import time
 
-from mcp.server.mcpserver import MCPServer
+# the process id first: on a loaded machine importing the MCP SDK can outlast a short start limit,
+# and the test must still find (and check the death of) every process it started
+if __name__ == "__main__":
+    with open(os.environ["BAD_SERVER_PIDS"], "a") as fh:
+        fh.write(f"{os.getpid()}\n")
+
+from mcp.server.mcpserver import MCPServer  # noqa: E402
 
 server = MCPServer("bad")
 
@@ -42,8 +48,6 @@ def get_report() -> str:
 
 
 if __name__ == "__main__":
-    with open(os.environ["BAD_SERVER_PIDS"], "a") as fh:
-        fh.write(f"{os.getpid()}\n")
     if sys.argv[1:] == ["init"]:
         time.sleep(3600)
     server.run("stdio")
