@@ -156,11 +156,16 @@ def warm_start(run: Run) -> None:
 def evaluate_before(run: Run) -> None:
     """2. The held-out evaluation of the warm-started (or base) model, into ``eval/sft`` (``eval/base``)."""
     t0 = time.time()
-    label = run.before_label
     evaluated = evaluate_adapter(
-        run.backend, run.warm, label, run.eval_tasks, run.eval_before(), run.eval_loop, run.resume,
+        run.backend,
+        run.warm,
+        run.before_label,
+        run.eval_tasks,
+        run.eval_before(),
+        run.eval_loop,
+        run.resume,
         say="held-out before GRPO",
-    )  # fmt: skip
+    )
     if evaluated is not None:
         run.timings["eval_before_s"] = time.time() - t0
 
@@ -269,9 +274,15 @@ def evaluate_after(run: Run, curve: bool) -> None:
     t0 = time.time()
     after_dir = run.folder.eval_after()
     evaluated = evaluate_adapter(
-        run.backend, run.folder.adapter, "grpo", run.eval_tasks, after_dir, run.eval_loop, run.resume,
+        run.backend,
+        run.folder.adapter,
+        "grpo",
+        run.eval_tasks,
+        after_dir,
+        run.eval_loop,
+        run.resume,
         say="held-out after GRPO",
-    )  # fmt: skip
+    )
     if evaluated is not None:
         run.timings["eval_after_s"] = time.time() - t0
     run.summary["comparison"] = compare(run.eval_before(), after_dir)
