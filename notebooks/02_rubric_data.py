@@ -145,7 +145,7 @@ display(Markdown(report.format_task_markdown(long_task)))
 # (`mcp-rl synth --n N --seed S --out DIR`).
 
 # %%
-from toolkit.synth.commands import format_summary
+from toolkit.cli.synth import format_summary
 from toolkit.synth.config import make_config
 from toolkit.synth.generate import generate
 

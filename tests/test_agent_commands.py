@@ -47,8 +47,8 @@ def test_rollout_reports_a_bad_tasks_file_by_line(tmp_path, capsys):
 
 def test_rollout_appends_each_finished_trajectory_before_the_run_ends(tmp_path, monkeypatch, capsys):
     from toolkit.agent import policies
-    from toolkit.agent.commands import partial_path
     from toolkit.agent.testing import ScriptedPolicy
+    from toolkit.cli.rollout import partial_path
 
     tasks = tmp_path / "tasks.jsonl"
     write_jsonl(tasks, [calc_task("quick", "1 + 1", 2), calc_task("slow", "2 * 3", 6)])

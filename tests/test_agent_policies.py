@@ -149,7 +149,7 @@ def test_make_policy_specs():
 
 def test_importing_the_agent_never_imports_gpu_packages_or_torch():
     code = (
-        "import sys, toolkit.agent.loop, toolkit.agent.policies, toolkit.agent.commands, toolkit.agent.testing; "
+        "import sys, toolkit.agent.loop, toolkit.agent.policies, toolkit.cli.rollout, toolkit.agent.testing; "
         "bad = [m for m in ('vllm', 'unsloth', 'torch') if m in sys.modules]; print(bad); sys.exit(bool(bad))"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

@@ -256,7 +256,7 @@ def test_errors_are_one_plain_line(tmp_path, capsys, monkeypatch):
     assert main(["rollout", "--policy", "gold", "--tasks", str(missing), "--out", str(tmp_path / "o")]) == 1
     assert one_error_line(capsys) == f"mcp-rl rollout: error: {missing}: No such file or directory"
 
-    from toolkit.rewards import commands
+    from toolkit.cli import score as commands
 
     def dump(args):
         raise RuntimeError("Error(s) in loading state_dict:\n\tsize mismatch for a\n\tsize mismatch for b")

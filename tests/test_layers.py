@@ -1,7 +1,9 @@
 """The import graph points down the stack: envs <- synth <- rewards <- agent <- train/eval <- cli/notebooks,
 with the base modules (records, paths, models, aio, toolbox, colab, argtypes, reaper) below all, and no module imports itself back
 through a circle. Every import counts, also the ones inside functions (they are how the kit keeps
-`mcp-rl --help` fast, not a way around the layers)."""
+`mcp-rl --help` fast, not a way around the layers). Every `mcp-rl` subcommand lives on the top floor
+(toolkit/cli/, and toolkit/notebooks.py for `notebooks`): a command calls into several areas, so on an
+area's floor it pulled that floor up (eval's `eval --recipe` imported train)."""
 
 from __future__ import annotations
 
@@ -93,3 +95,38 @@ def test_the_check_sees_real_imports():
     assert "toolkit.models" in graph["toolkit.agent.policies"]  # a lazy import inside a function
     assert "toolkit.rewards.grading" in graph["toolkit.rewards.judge"]
     assert layer("toolkit.train.pipeline") > layer("toolkit.agent.loop") > layer("toolkit.envs.registry")
+
+
+def subcommand_handlers(parser=None, path=()) -> list[tuple[str, str]]:
+    """("envs list", the module of its handler) for every `mcp-rl` subcommand, nested ones included."""
+    import argparse
+
+    from toolkit.cli import build_parser
+
+    parser = parser or build_parser()
+    found = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                func = sub.get_default("func")
+                if func is not None:
+                    found.append((" ".join((*path, name)), func.__module__))
+                found += subcommand_handlers(sub, (*path, name))
+    return found
+
+
+def test_every_command_sits_on_the_cli_floor():
+    from toolkit.cli import COMMAND_MODULES
+
+    assert {layer(m) for m in COMMAND_MODULES} == {LAYER["cli"]}
+    handlers = subcommand_handlers()
+    assert {"envs list", "synth", "train", "eval", "atlas", "notebooks run"} <= {p for p, _ in handlers}
+    below = [f"mcp-rl {p}: {m}" for p, m in handlers if layer(m) != LAYER["cli"]]
+    assert not below, below
+    # nor does a module below the top register subcommands ("python -m" scripts keep their own parser)
+    registering = [
+        module_name(p)
+        for p in PACKAGE_DIR.rglob("*.py")
+        if layer(module_name(p)) < LAYER["cli"] and ".add_parser(" in p.read_text(encoding="utf-8")
+    ]
+    assert not registering, registering

@@ -75,9 +75,9 @@ OTHER_LAYOUTS = {
     "toolkit/eval/claim.py": {"tasks", "eval", "test-seed*.jsonl"},  # a claim's root: tasks/, eval/<T>/
     "toolkit/eval/suites.py": {"tasks"},  # the kit's data folder, DATA_DIR / "tasks"
     "toolkit/rewards/study.py": {"tasks"},  # the same data folder
-    "toolkit/synth/commands.py": {"summary.json"},  # a task set's folder (mcp-rl synth --out)
-    "toolkit/synth/own_commands.py": {"summary.json"},  # the same, for an own server's tasks
-    "toolkit/eval/atlas_commands.py": {"summary.json"},  # an MCP-Atlas evaluation's folder
+    "toolkit/cli/synth.py": {"summary.json"},  # a task set's folder (mcp-rl synth --out)
+    "toolkit/cli/synth_own.py": {"summary.json"},  # the same, for an own server's tasks
+    "toolkit/cli/atlas.py": {"summary.json"},  # an MCP-Atlas evaluation's folder
     "bench/fault_secrets.py": {"tasks"},  # a synth --out folder of its scratch tree
 }
 # Written by the trainer's callbacks in the TRL seam (another change in progress): RunFolder.metrics_file

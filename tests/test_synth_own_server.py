@@ -366,7 +366,7 @@ def test_a_url_server_gets_read_tasks_only_and_they_replay(tmp_path):
 def test_cli_options_reach_the_right_server(tmp_path):
     import argparse
 
-    from toolkit.synth.own_commands import build_recipes
+    from toolkit.cli.synth_own import build_recipes
 
     seed = tmp_path / "seed"
     seed.mkdir()

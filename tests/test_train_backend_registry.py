@@ -32,8 +32,8 @@ def toy(monkeypatch):
 
 
 def test_a_backend_added_to_the_registry_is_known_everywhere(toy):
+    from toolkit.cli.train import register
     from toolkit.train.backends import make_backend
-    from toolkit.train.commands import register
     from toolkit.train.config import recipe_from_dict
     from toolkit.train.device import detect_backend
 
@@ -48,7 +48,7 @@ def test_a_backend_added_to_the_registry_is_known_everywhere(toy):
 
 
 def test_names_outside_the_registry_are_refused():
-    from toolkit.train.commands import register
+    from toolkit.cli.train import register
     from toolkit.train.config import RecipeError, recipe_from_dict
     from toolkit.train.device import detect_backend
 

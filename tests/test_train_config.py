@@ -151,7 +151,7 @@ def test_episode_metrics():
 def test_cli_overrides():
     import argparse
 
-    from toolkit.train.commands import parse_overrides, register
+    from toolkit.cli.train import parse_overrides, register
 
     parser = argparse.ArgumentParser()
     register(parser.add_subparsers(dest="command"))
@@ -174,7 +174,7 @@ def test_numbers_with_an_exponent_and_no_dot_are_numbers(tmp_path):
     its warm start. Recipes and --set values read it as YAML 1.2 does; integers stay integers."""
     import argparse
 
-    from toolkit.train.commands import parse_overrides, register
+    from toolkit.cli.train import parse_overrides, register
 
     parser = argparse.ArgumentParser()
     register(parser.add_subparsers(dest="command"))

@@ -118,8 +118,8 @@ def test_the_default_recipe_learns_from_its_first_step():
     so for cpu-demo, the default, on every run): the step costs a batch and changes nothing."""
     from trl import GRPOConfig, SFTConfig
 
+    from toolkit.cli.train import DEFAULT_RECIPE
     from toolkit.train import config as cfg
-    from toolkit.train.commands import DEFAULT_RECIPE
 
     recipe = cfg.load_recipe(DEFAULT_RECIPE)
     assert cfg.schedule_warnings(recipe) == []

@@ -124,7 +124,7 @@ def handle(args: argparse.Namespace) -> int:
         args.server = args.server[-1] if args.server else None
         return _graph(args)
     if args.server:
-        from toolkit.synth.own_commands import generate_own
+        from toolkit.cli.synth_own import generate_own
 
         return generate_own(args)
     return _generate(args)

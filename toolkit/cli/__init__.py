@@ -1,7 +1,8 @@
 """`mcp-rl`: the kit's command line.
 
-Each area registers its own subcommands (``register(subparsers)`` in ``toolkit/<area>/commands.py``)
-and imports heavy libraries (torch, transformers) only inside its handlers, so `mcp-rl --help` is fast.
+The top floor of the kit: each module of this package registers its subcommands (``register(subparsers)``)
+and calls down into the areas (envs, synth, rewards, agent, train, eval), which never import it back. The
+modules import heavy libraries (torch, transformers) only inside their handlers, so `mcp-rl --help` is fast.
 """
 
 from __future__ import annotations
@@ -16,13 +17,13 @@ BUG_ERRORS = (AssertionError, AttributeError, KeyError, IndexError, NameError, T
 
 # Modules that register subcommands, in the order `mcp-rl --help` lists them.
 COMMAND_MODULES = (
-    "toolkit.envs.commands",  # envs, serve
-    "toolkit.synth.commands",  # synth
-    "toolkit.agent.commands",  # rollout
-    "toolkit.rewards.commands",  # score
-    "toolkit.train.commands",  # train
-    "toolkit.eval.commands",  # eval, plot
-    "toolkit.eval.atlas_commands",  # atlas
+    "toolkit.cli.envs",  # envs, serve
+    "toolkit.cli.synth",  # synth (synth --server: toolkit.cli.synth_own)
+    "toolkit.cli.rollout",  # rollout
+    "toolkit.cli.score",  # score, rescore
+    "toolkit.cli.train",  # train
+    "toolkit.cli.eval",  # eval, compare, plot
+    "toolkit.cli.atlas",  # atlas
     "toolkit.notebooks",  # notebooks
 )
 
@@ -71,7 +72,3 @@ def error_line(exc: BaseException) -> str:
     lines = str(exc).strip().splitlines() or [type(exc).__name__]
     more = f" ({len(lines) - 1} more lines: MCP_RL_DEBUG=1 shows them)" if len(lines) > 1 else ""
     return lines[0].strip() + more
-
-
-if __name__ == "__main__":
-    sys.exit(main())
