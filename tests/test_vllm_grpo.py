@@ -196,7 +196,7 @@ def test_two_grpo_steps_with_vllm_generation_and_a_hot_swapped_lora(engine, chec
     from vllm import SamplingParams
 
     trained = sync.sync(trainer.accelerator.unwrap_model(trainer.model), trainer.state.global_step)
-    prompts = [{"prompt_token_ids": raw["prompt_ids"]} for raw in batches[0]["trajectory"]]
+    prompts = [{"prompt_token_ids": traj.prompt_ids} for traj in batches[0]["trajectory"]]
     top = SamplingParams(temperature=0.0, max_tokens=1, logprobs=20)
 
     def next_token_logprobs(lora):

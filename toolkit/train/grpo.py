@@ -108,8 +108,9 @@ class GRPOStep:
             if self.dynamic is not None:
                 # a group whose rewards barely differ has (near) zero advantage: sample other tasks instead
                 score = trainer_scorer(trainer, self.dynamic.config.spread_on)
-                run = lambda ts: self._episodes(ts, policy)  # noqa: E731
-                tasks, trajs, report = self.dynamic.resample(tasks, trajs, group, run=run, score=score)
+                tasks, trajs, report = self.dynamic.resample(
+                    tasks, trajs, group, run=lambda ts: self._episodes(ts, policy), score=score
+                )
         finally:
             trainer.model.train(was_training)
         silenced = set(silenced_rows(report, group, self.dynamic.config.flat_groups)) if report else set()
@@ -124,6 +125,24 @@ class GRPOStep:
         trajs = rollout(tasks, policy, self.loop_config, n=1, open_episode=self.open_episode)
         raise_on_dead_sampler(trajs)
         return trajs
+
+    # -- 4-5. scored: TRL has the rewards and the advantages -----------------------------------------------
+
+    def scored(self, kinds: Sequence[str], totals: Sequence[float], group: int) -> dict[str, float]:
+        """Per task kind, the batch's share, reward mean and zero-variance groups
+        (``toolkit.train.diagnostics.kind_diagnostics``): which kinds feed the update."""
+        from toolkit.train.diagnostics import kind_diagnostics
+
+        return kind_diagnostics(kinds, totals, group)
+
+    # -- 6. the update's micro-batches ---------------------------------------------------------------------
+
+    def micro_batches(self, batches: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The scored generation batch's micro-batches regrouped by task and cut to their own length
+        (``toolkit.train.batching.regroup_micro_batches``): the same gradient, fewer padded tokens."""
+        from toolkit.train.batching import regroup_micro_batches
+
+        return regroup_micro_batches(batches) if self.regroup else batches
 
     # -- 7. measure and log what was sampled ---------------------------------------------------------------
 
@@ -170,24 +189,6 @@ class GRPOStep:
                 trainer, (rollout_log_record(step, tr, rnd, kept) for _, tr, rnd, kept in sampled)
             )
         return metrics
-
-    # -- 4-5. scored: TRL has the rewards and the advantages -----------------------------------------------
-
-    def scored(self, kinds: Sequence[str], totals: Sequence[float], group: int) -> dict[str, float]:
-        """Per task kind, the batch's share, reward mean and zero-variance groups
-        (``toolkit.train.diagnostics.kind_diagnostics``): which kinds feed the update."""
-        from toolkit.train.diagnostics import kind_diagnostics
-
-        return kind_diagnostics(kinds, totals, group)
-
-    # -- 6. the update's micro-batches ---------------------------------------------------------------------
-
-    def micro_batches(self, batches: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """The scored generation batch's micro-batches regrouped by task and cut to their own length
-        (``toolkit.train.batching.regroup_micro_batches``): the same gradient, fewer padded tokens."""
-        from toolkit.train.batching import regroup_micro_batches
-
-        return regroup_micro_batches(batches) if self.regroup else batches
 
 
 def first_turn_only(task: Task) -> Task:
