@@ -179,8 +179,9 @@ if shipped is not None:
     shipped_dirs = {"before": pair_dir / "before", "after": pair_dir / "after"}
 
 # %% [markdown]
-# GRPO against its warm start on the same fresh tasks, paired: pass@0.75 (the share of tasks with at
-# least 3 of 4 essential rubric items), coverage, the finish rate and tool calls per task.
+# GRPO against its warm start on the same fresh tasks, paired: pass@0.75 (the share of tasks whose rubric
+# score reaches 0.75 with no essential answer item failed: an answer that hedges or pastes fails), coverage,
+# the finish rate and tool calls per task.
 
 # %%
 if shipped is not None:
