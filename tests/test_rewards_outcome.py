@@ -4,7 +4,7 @@ each kind (data/tasks/eval.jsonl), every episode executed in a fresh environment
 prove-kit, beta 0) breaks some of the same rows, which is the problem the new reward fixes.
 
 Plus the offline re-scoring of a rollout log (``mcp-rl rescore``) on a small log written here in the
-trainer's own format (``toolkit.train.rollout.rollout_log_record``).
+trainer's own format (``toolkit.records.RolloutRecord``).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from toolkit.records import RecordError, Task, read_jsonl, write_jsonl
+from toolkit.records import RecordError, RolloutRecord, Task, read_jsonl, write_jsonl
 from toolkit.rewards import get_reward
 from toolkit.rewards.drift import Call, drift_episodes, episode, old_reward
 from toolkit.rewards.outcome import extra_arguments
@@ -236,14 +236,12 @@ def test_weights_are_checked():
 
 
 def _write_log(path, tasks, episodes):
-    from toolkit.train.rollout import rollout_log_record
-
     records = []
     for step, kind in enumerate(["lookup", "write"], start=1):
         for name in ("right+short", "right+redundant", "to the cap", "retry right"):
             traj = episodes[kind][name]
             traj_logged = type(traj).from_dict(traj.to_dict())
-            records.append(rollout_log_record(step, traj_logged))
+            records.append(RolloutRecord.from_trajectory(step, traj_logged))
     write_jsonl(path, records)
     write_jsonl(path.with_name("tasks.jsonl"), [tasks["lookup"], tasks["write"]])
     return path.with_name("tasks.jsonl")
@@ -300,6 +298,12 @@ def test_rescore_bad_log_names_the_line(tmp_path, tasks, episodes):
     bad.write_text("\n".join([lines[0], '{"step": 1, "task_id": "x"}', *lines[1:]]) + "\n")
     with pytest.raises(RecordError, match=r"bad.jsonl:2: .*missing field"):
         read_rollouts(bad)
+    torn = tmp_path / "torn.jsonl"  # a run killed mid-write: its last line cut short
+    torn.write_text("\n".join([*lines, lines[0][:40]]) + "\n")
+    assert [tr.task_id for _, tr in read_rollouts(torn)] == [tr.task_id for _, tr in read_rollouts(log)]
+    torn.write_text("\n".join([lines[0][:40], *lines]) + "\n")
+    with pytest.raises(RecordError, match=r"torn.jsonl:1: "):  # a cut line with records after it is no tear
+        read_rollouts(torn)
     empty = tmp_path / "empty.jsonl"
     empty.write_text("")
     with pytest.raises(RecordError, match="empty.jsonl: no rollout records"):
@@ -314,13 +318,14 @@ def test_rescore_keeps_refill_rounds_apart_and_says_what_was_kept(tmp_path, task
     """The trainer logs every group dynamic sampling drew, kept for the update or not: the same task drawn
     again in a later refill round of a step is another group, and each scored episode says ``kept``."""
     from toolkit.rewards.rescore import rescore_rollouts
-    from toolkit.train.rollout import rollout_log_record
 
     log, task_file = tmp_path / "rollouts.jsonl", tmp_path / "tasks.jsonl"
     write_jsonl(task_file, [tasks["lookup"]])
     eps = [episodes["lookup"][name] for name in ("right+short", "to the cap")]
     write_jsonl(
-        log, [rollout_log_record(1, t, 0, False) for t in eps] + [rollout_log_record(1, eps[0], 2, True)]
+        log,
+        [RolloutRecord.from_trajectory(1, t, 0, False) for t in eps]
+        + [RolloutRecord.from_trajectory(1, eps[0], 2, True)],
     )
     out = rescore_rollouts(task_file, log, {"outcome": get_reward("outcome")}, replay=False)
     assert [(e["round"], e["kept"]) for e in out["episodes"]] == [(0, False), (0, False), (2, True)]

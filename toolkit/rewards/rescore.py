@@ -2,7 +2,7 @@
 ``<run>/grpo/rollouts.jsonl`` against its task, with any registered rewards, to see how a new reward
 would have ordered the episodes the policy actually sampled.
 
-A rollout log line (``toolkit.train.rollout.rollout_log_record``) keeps the step, task id, stop reason,
+A rollout log line (``toolkit.records.RolloutRecord``) keeps the step, task id, stop reason,
 parse-error count, final answer, calls and messages, but not the state diff: the episode's successful
 calls are executed again, in order, in a fresh episode of the task (``replay.execute_calls``; the kit's
 environments are deterministic from the task's seed) to recover it, so that write tasks' ``state``
@@ -29,16 +29,16 @@ from toolkit.records import (
     FINISH_TOOL,
     CallRecord,
     RecordError,
+    RolloutRecord,
     Task,
     Trajectory,
-    iter_json_objects,
+    iter_jsonl,
     read_jsonl,
 )
 from toolkit.rewards.base import Reward, answer_text, model_calls
 from toolkit.rewards.finished import REPLIED
 from toolkit.runs import RunFolder
 
-ROLLOUT_FIELDS = ("task_id", "stop_reason", "final_answer", "calls", "messages")
 PATTERNS = (
     "finished short",
     "finished, extra calls",
@@ -52,33 +52,13 @@ PATTERNS = (
 
 def read_rollouts(path: str | Path) -> list[tuple[int, Trajectory]]:
     """(step, trajectory) for every line of a rollout log (or of a run folder's: ``RunFolder.rollouts_file``);
-    a bad line raises RecordError naming the file and line, and so does an empty file. The record's
-    ``round`` and ``kept`` (``rollout_log_record``) go into the trajectory's metadata."""
+    a bad line raises RecordError naming the file and line, and so does an empty file; a torn last line
+    (a run killed mid-write) is forgiven. The record's ``round`` and ``kept`` go into the trajectory's
+    metadata (``RolloutRecord.to_trajectory``)."""
     path = Path(path)
     if path.is_dir():
         path = RunFolder(path).rollouts_file
-    out: list[tuple[int, Trajectory]] = []
-    for lineno, rec in iter_json_objects(path, what="rollout log"):
-        try:
-            missing = [k for k in ROLLOUT_FIELDS if k not in rec]
-            if missing:
-                raise KeyError(f"missing field(s) {missing}")
-            answer = rec["final_answer"] or ""
-            traj = Trajectory.from_dict(
-                {
-                    "task_id": rec["task_id"],
-                    "messages": rec["messages"],
-                    "calls": rec["calls"],
-                    "final_answer": answer,
-                    "stop_reason": rec["stop_reason"],
-                    "n_parse_errors": int(rec.get("n_parse_errors", 0)),
-                    "turn_answers": [answer] if answer else [],
-                    "metadata": {"round": int(rec.get("round", 0)), "kept": bool(rec.get("kept", True))},
-                }
-            )
-            out.append((int(rec.get("step", 0)), traj))
-        except (ValueError, TypeError, KeyError, RecursionError) as exc:
-            raise RecordError(f"{path}:{lineno}: not a rollout log record: {exc}") from exc
+    out = [(rec.step, rec.to_trajectory()) for rec in iter_jsonl(path, RolloutRecord, torn_tail=True)]
     if not out:
         raise RecordError(f"{path}: no rollout records in the file (it is empty)")
     return out

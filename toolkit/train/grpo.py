@@ -18,7 +18,7 @@ only place that knows TRL's hooks:
 6. **update**: TRL's loss on micro-batches the kit lays out (``GRPOStep.micro_batches``: regrouped by
    task and cut to their own length; a shared prompt run once with ``shared_prefix``).
 7. **log**: ``episodes/``, ``batch/``, ``dynamic/`` and ``kinds/`` metrics beside TRL's, and every
-   sampled episode in ``rollouts.jsonl``.
+   sampled episode in the run's rollout log (``RunFolder.rollouts_file``).
 
 ``build_grpo_trainer`` assembles the step and the trainer; the metrics file and the LoRA reference
 refresh are callbacks (``toolkit.train.callbacks``).
@@ -32,7 +32,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from toolkit.records import Task, Trajectory
+from toolkit.records import RolloutRecord, Task, Trajectory
 
 
 @dataclasses.dataclass
@@ -153,12 +153,7 @@ class GRPOStep:
         ``batch/...`` and ``dynamic/...`` describe the batch TRL scores."""
         from toolkit.train.batching import batch_mix_metrics, task_kind, trainer_scorer
         from toolkit.train.diagnostics import answer_correct_share
-        from toolkit.train.rollout import (
-            episode_metrics,
-            logprobs_missing_share,
-            reward_stats,
-            rollout_log_record,
-        )
+        from toolkit.train.rollout import episode_metrics, logprobs_missing_share, reward_stats
 
         group = trainer.num_generations
         # every sampled episode: the batch's (kept unless silenced), then the groups that lost their slot
@@ -186,7 +181,7 @@ class GRPOStep:
         if self.log is not None:
             step = trainer.state.global_step
             self.log.append(
-                trainer, (rollout_log_record(step, tr, rnd, kept) for _, tr, rnd, kept in sampled)
+                trainer, (RolloutRecord.from_trajectory(step, tr, rnd, kept) for _, tr, rnd, kept in sampled)
             )
         return metrics
 
@@ -253,6 +248,7 @@ def build_grpo_trainer(
     open_episode: Any = None,
     sampler_correction: bool | None = None,
     sampling: Any = None,
+    rollout_log: str | Path | None = None,
 ) -> Any:
     """A GRPO trainer running ``GRPOStep`` (``trainer.kit_step``), ready to ``train()``; ``model`` may be a
     plain or a PEFT model.
@@ -261,7 +257,9 @@ def build_grpo_trainer(
     truncated importance-sampling correction is applied (``toolkit.train.importance``). Default: the
     policy factory's ``samples_off_policy`` attribute (``VLLMLoraSync``, ``ServerLoraSync``).
     ``sampling``: the recipe's ``grpo_sampling`` section (``toolkit.train.batching.SamplingConfig`` or its
-    dict): the order tasks are drawn in and dynamic sampling, seeded by ``grpo_config.seed``."""
+    dict): the order tasks are drawn in and dynamic sampling, seeded by ``grpo_config.seed``.
+    ``rollout_log``: the file every sampled episode is appended to (a run's ``RunFolder.rollouts_file``);
+    None keeps no log."""
     from toolkit.train.batching import SamplingConfig, task_order_and_refill
     from toolkit.train.callbacks import PeftRefSyncCallback, use_step_lines
     from toolkit.train.trl_adapter import enable_sampler_correction, grpo_trainer
@@ -273,7 +271,7 @@ def build_grpo_trainer(
         loop_config,
         policy_factory,
         open_episode=open_episode,
-        rollout_log=Path(grpo_config.output_dir) / "rollouts.jsonl",
+        rollout_log=rollout_log,
         dynamic=dynamic,
         shared_prefix=sampling.shared_prefix_update,
     )

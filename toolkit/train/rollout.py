@@ -7,19 +7,18 @@ and what is measured and logged about them (``toolkit.train.grpo.GRPOStep.sample
 - ``raise_on_dead_sampler`` and ``logprobs_missing_share``: a rollout whose policy endpoint died, or
   returned no sampling logprobs, stops the run instead of stepping the optimizer on nothing;
 - ``episode_metrics``, ``reward_stats``: the ``episodes/...`` metrics;
-- ``RolloutLog``: every sampled episode, appended to ``rollouts.jsonl``.
+- ``RolloutLog``: every sampled episode, a ``RolloutRecord`` appended to the run's rollout log.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from toolkit.records import Trajectory, drop_jsonl_records, write_jsonl
+from toolkit.records import RolloutRecord, Trajectory, drop_jsonl_records, write_jsonl
 
 PolicyFactory = Callable[[Any], Any]  # trainer -> toolkit.agent.policies.Policy
 
@@ -96,26 +95,11 @@ def transformers_policy(trainer: Any) -> Any:
     return TransformersPolicy(model, trainer.processing_class, name="grpo-policy")
 
 
-def rollout_log_record(step: int, traj: Trajectory, round_: int = 0, kept: bool = True) -> dict[str, Any]:
-    """One line of the rollout log: the episode without its token ids and log-probabilities, with the
-    dynamic-sampling round it was sampled in and whether its group went into the update."""
-    return {
-        "step": step,
-        "round": round_,
-        "kept": kept,
-        "task_id": traj.task_id,
-        "stop_reason": traj.stop_reason,
-        "n_parse_errors": traj.n_parse_errors,
-        "final_answer": traj.final_answer,
-        "calls": [dataclasses.asdict(c) for c in traj.calls],
-        "messages": traj.messages,
-    }
-
-
 class RolloutLog:
-    """``rollouts.jsonl``: every episode the policy sampled, one ``rollout_log_record`` a line, appended
-    step by step. Each process writes its own file (``name.<rank>.jsonl`` beside the main process's ``name.jsonl``:
-    no interleaved lines); a resumed run first drops the lines of the steps it samples again."""
+    """The rollout log (a run's ``RunFolder.rollouts_file``): every episode the policy sampled, one
+    ``toolkit.records.RolloutRecord`` a line, appended step by step. Each process writes its own file
+    (``name.<rank>.jsonl`` beside the main process's ``name.jsonl``: no interleaved lines); a resumed run
+    first drops the lines of the steps it samples again."""
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
@@ -125,7 +109,7 @@ class RolloutLog:
         rank = getattr(getattr(trainer, "accelerator", None), "process_index", 0)
         return self.path if not rank else self.path.with_name(f"{self.path.stem}.{rank}{self.path.suffix}")
 
-    def append(self, trainer: Any, records: Iterable[dict[str, Any]]) -> None:
+    def append(self, trainer: Any, records: Iterable[RolloutRecord]) -> None:
         step = trainer.state.global_step
         log_file = self.file(trainer)
         if log_file not in self.started:  # first batch of this process: a resumed run starts here

@@ -203,6 +203,7 @@ def train_grpo(run: Run) -> None:
         callbacks=[MetricsJsonlCallback(folder.metrics_file, "grpo", step_offset=run.sft_steps)],
         ref_sync=ref_sync_settings(recipe),
         sampling=sampling,
+        rollout_log=folder.rollouts_file,
     )
     checkpoint = last_checkpoint(folder.grpo) if run.resume else None
     if checkpoint:
