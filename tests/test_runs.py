@@ -80,12 +80,6 @@ OTHER_LAYOUTS = {
     "toolkit/cli/atlas.py": {"summary.json"},  # an MCP-Atlas evaluation's folder
     "bench/fault_secrets.py": {"tasks"},  # a synth --out folder of its scratch tree
 }
-# Written by the trainer's callbacks in the TRL seam (another change in progress): RunFolder.metrics_file
-# and RunFolder.rollouts_file are the names to use there.
-PENDING = {
-    "toolkit/train/callbacks.py": {"metrics.jsonl"},
-    "toolkit/train/grpo.py": {"rollouts.jsonl"},
-}
 
 
 def layout_literals(source: str) -> list[tuple[int, str]]:
@@ -143,7 +137,7 @@ def test_the_literal_finder_finds_the_usual_shapes():
 
 def test_the_run_layout_is_spelled_in_toolkit_runs_only():
     files = [*PACKAGE_DIR.rglob("*.py"), *(ROOT / "bench").glob("*.py"), *(ROOT / "notebooks").glob("*.py")]
-    allowed = {**OTHER_LAYOUTS, **PENDING}
+    allowed = OTHER_LAYOUTS
     spelled = []
     for path in sorted(files):
         name = path.relative_to(ROOT).as_posix()
@@ -156,9 +150,8 @@ def test_the_run_layout_is_spelled_in_toolkit_runs_only():
 
 
 def test_every_allowed_spelling_is_still_there():
-    """An entry of OTHER_LAYOUTS or PENDING whose literal went away goes too (PENDING empties as the
-    callbacks take RunFolder's names)."""
-    for name, texts in {**OTHER_LAYOUTS, **PENDING}.items():
+    """An entry of OTHER_LAYOUTS whose literal went away goes too."""
+    for name, texts in OTHER_LAYOUTS.items():
         path = ROOT / name
         there = (
             {text for _, text in layout_literals(path.read_text(encoding="utf-8"))}

@@ -2,8 +2,9 @@
 and a LoRA reference refresh.
 
 - ``MetricsJsonlCallback`` writes every log line (loss, reward mean/std, zero-variance share, KL,
-  completion length, clipped ratio, the loop's tool metrics) to ``<run dir>/metrics.jsonl``: one JSON
-  object per step with a ``"step"`` key, appended so a resumed run continues the same file.
+  completion length, clipped ratio, the loop's tool metrics) to the run's metrics file
+  (``RunFolder.metrics_file``): one ``toolkit.records.MetricsRow`` per step, appended so a resumed run
+  continues the same file.
 - ``StepLines`` prints one compact line per logged step (GRPO: reward mean and spread, the share of
   episodes answered right, tool calls per episode, KL, the clipped share, seconds per step; SFT: loss,
   learning rate, seconds per step) in place of the transformers printer's raw dict of ~60 keys
@@ -24,9 +25,7 @@ from typing import Any
 
 from transformers import TrainerCallback
 
-from toolkit.records import drop_jsonl_records, dumps
-
-METRICS_FILE = "metrics.jsonl"
+from toolkit.records import MetricsRow, drop_jsonl_records, write_jsonl
 
 
 def _plain(value: Any) -> Any:
@@ -38,7 +37,7 @@ def _plain(value: Any) -> Any:
 
 
 class MetricsJsonlCallback(TrainerCallback):
-    """Append each ``on_log`` record to ``path`` as one JSON line: ``{"step": N, "phase": ..., ...}``."""
+    """Append each ``on_log`` record to ``path`` as one ``MetricsRow``: ``{"step": N, "phase": ..., ...}``."""
 
     def __init__(self, path: str | Path, phase: str = "grpo", step_offset: int = 0):
         self.path = Path(path)
@@ -59,18 +58,16 @@ class MetricsJsonlCallback(TrainerCallback):
     def on_log(self, args, state, control, logs=None, **kwargs):  # noqa: D102 (TrainerCallback API)
         if not state.is_world_process_zero or not logs:
             return
-        record = {
-            "step": state.global_step + self.step_offset,
-            "phase": self.phase,
-            "phase_step": state.global_step,
-        }
-        record.update(
-            {k: _plain(v) for k, v in logs.items() if isinstance(v, (int, float)) or hasattr(v, "item")}
+        row = MetricsRow(
+            step=state.global_step + self.step_offset,
+            phase=self.phase,
+            phase_step=state.global_step,
+            elapsed_s=round(time.time() - self.started, 2),
+            values={
+                k: _plain(v) for k, v in logs.items() if isinstance(v, (int, float)) or hasattr(v, "item")
+            },
         )
-        record["elapsed_s"] = round(time.time() - self.started, 2)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self.path.open("a", encoding="utf-8") as fh:
-            fh.write(dumps(record, sort_keys=True) + "\n")
+        write_jsonl(self.path, [row], append=True)
 
 
 def _number(logs: dict[str, Any], key: str, fmt: str) -> str:
