@@ -54,9 +54,9 @@ def test_the_screen_keeps_the_tasks_whose_samples_differ_and_says_so_per_kind(tm
     }
     screen = screen_pool(tasks, fake_sample, scores_by_task(table), samples=4, min_spread=0.05)
     assert screen.kept_ids() == {"t0", "t3"}
-    rows = {r["task_id"]: r for r in screen.rows}
-    assert rows["t1"]["spread"] == 0.0 and rows["t1"]["mean"] == 0.45
-    assert rows["t3"]["mean"] == pytest.approx(0.15)
+    rows = {r.task_id: r for r in screen.rows}
+    assert rows["t1"].spread == 0.0 and rows["t1"].mean == 0.45
+    assert rows["t3"].mean == pytest.approx(0.15)
     assert screen.summary() == {
         "screened": 4,
         "kept": 2,
@@ -83,10 +83,10 @@ def test_a_screen_that_keeps_nothing_or_a_bad_pool_file_is_a_clear_error(tmp_pat
         screen_pool(tasks, fake_sample, scores_by_task({}), samples=1, min_spread=0.05)
     bad = tmp_path / "pool.jsonl"
     bad.write_text('{"task_id": "t0", "kept": true}\n{"task_id": "t1"}\n')
-    with pytest.raises(ValueError, match=r"pool.jsonl:2: not a valid pool row record: missing \['kept'\]"):
+    with pytest.raises(ValueError, match=r"pool.jsonl:2: not a valid PoolRow record: .*missing.*\['kept'\]"):
         PoolScreen.read(bad)
     bad.write_text('{"task_id": "t0", "kept": true}\n{"task_id": "t1", "kep\n')  # cut short by a kill
-    with pytest.raises(ValueError, match=r"pool.jsonl:2: not a valid pool row record"):
+    with pytest.raises(ValueError, match=r"pool.jsonl:2: not a valid PoolRow record"):
         PoolScreen.read(bad)
     bad.write_text("\n")
     with pytest.raises(ValueError, match="no pool rows"):

@@ -17,7 +17,6 @@ training for the groups that turn flat as the policy moves.
 
 from __future__ import annotations
 
-import json
 import math
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -25,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from toolkit.records import RecordError, Task, Trajectory, iter_json_objects
+from toolkit.records import PoolRow, RecordError, Task, Trajectory, read_jsonl, write_jsonl
 from toolkit.train.batching import group_spread, task_kind
 
 
@@ -33,15 +32,15 @@ from toolkit.train.batching import group_spread, task_kind
 class PoolScreen:
     """Per-task screening results and the kept pool."""
 
-    rows: list[dict[str, Any]] = field(default_factory=list)  # task_id, kind, mean, spread, kept
+    rows: list[PoolRow] = field(default_factory=list)
 
     def kept_ids(self) -> set[str]:
-        return {r["task_id"] for r in self.rows if r["kept"]}
+        return {r.task_id for r in self.rows if r.kept}
 
     def summary(self) -> dict[str, Any]:
         """Screened and kept tasks, overall and per kind (``summary.json``'s ``grpo_pool``)."""
-        screened = Counter(r["kind"] for r in self.rows)
-        kept = Counter(r["kind"] for r in self.rows if r["kept"])
+        screened = Counter(r.kind for r in self.rows)
+        kept = Counter(r.kind for r in self.rows if r.kept)
         return {
             "screened": len(self.rows),
             "kept": sum(kept.values()),
@@ -49,18 +48,12 @@ class PoolScreen:
         }
 
     def write(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in self.rows))
+        write_jsonl(path, self.rows)
 
     @classmethod
     def read(cls, path: Path) -> PoolScreen:
         """The screen written by ``write``; a bad line raises RecordError (a ValueError) naming file:line."""
-        rows = []
-        for lineno, row in iter_json_objects(path, what="pool row"):
-            missing = [key for key in ("task_id", "kept") if key not in row]
-            if missing:
-                raise RecordError(f"{path}:{lineno}: not a valid pool row record: missing {missing}")
-            rows.append(row)
+        rows = read_jsonl(path, PoolRow)
         if not rows:
             raise RecordError(f"{path}: no pool rows")
         return cls(rows)
@@ -91,13 +84,13 @@ def screen_pool(
         scored = [v for v in group if not math.isnan(v)]
         width = group_spread(group, spread)
         rows.append(
-            {
-                "task_id": task.id,
-                "kind": task_kind(task),
-                "mean": round(sum(scored) / len(scored), 4) if scored else None,
-                "spread": round(width, 4),
-                "kept": width >= min_spread,
-            }
+            PoolRow(
+                task_id=task.id,
+                kind=task_kind(task),
+                mean=round(sum(scored) / len(scored), 4) if scored else None,
+                spread=round(width, 4),
+                kept=width >= min_spread,
+            )
         )
     return PoolScreen(rows)
 
