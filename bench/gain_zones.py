@@ -22,6 +22,8 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable
 from pathlib import Path
 
+from toolkit.records import SampleRow, write_jsonl
+
 PASS = 0.75  # the primary metric's threshold (pass@0.75)
 ZONES = ("greedy-pass", "sampled-only", "never")
 
@@ -137,8 +139,9 @@ def format_table(table: dict[str, Counter], cols: list[str] | None = None) -> st
     return "\n".join(lines)
 
 
-def sample_scores(tasks: list, policy: object, loop: object, n: int) -> list[dict]:
-    """``n`` episodes per task with ``policy`` through the agent loop, each scored with the rubric."""
+def sample_scores(tasks: list, policy: object, loop: object, n: int) -> list[SampleRow]:
+    """``n`` episodes per task with ``policy`` through the agent loop, each scored with the rubric (the
+    rows of ``samples.jsonl``)."""
     from toolkit.agent.loop import rollout
     from toolkit.eval.metrics import first_call_well_formed
     from toolkit.rewards import get_reward
@@ -149,14 +152,14 @@ def sample_scores(tasks: list, policy: object, loop: object, n: int) -> list[dic
     for task, traj in zip([t for t in tasks for _ in range(n)], trajs, strict=True):
         graded = rubric(task, traj)
         rows.append(
-            {
-                "task_id": task.id,
-                "category": task.metadata.get("kind"),
-                "score": float(graded.score),
-                "answer_failed": bool(graded.details.get("answer_failed")),
-                "stop_reason": traj.stop_reason,
-                "first_call_well_formed": first_call_well_formed(traj),
-            }
+            SampleRow(
+                task_id=task.id,
+                category=task.metadata.get("kind"),
+                score=float(graded.score),
+                answer_failed=bool(graded.details.get("answer_failed")),
+                stop_reason=traj.stop_reason,
+                first_call_well_formed=first_call_well_formed(traj),
+            )
         )
     return rows
 
@@ -173,7 +176,7 @@ def _sample(args: argparse.Namespace) -> None:
     merged = merged_checkpoint(recipe.model, args.adapter, dtype=recipe.dtype or BF16_IF_NATIVE)
     policy = VLLMPolicy(str(merged), name="sampled")
     rows = sample_scores(tasks, policy, recipe.loop_config(temperature=args.temperature), args.samples)
-    Path(args.out).write_text("".join(json.dumps(r) + "\n" for r in rows))
+    write_jsonl(args.out, rows)
     print(f"{len(rows)} episodes ({len(tasks)} tasks x {args.samples}) -> {args.out}")
 
 

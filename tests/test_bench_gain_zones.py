@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from bench.gain_zones import main, reach_table, read_rows, zone_table
+from bench.gain_zones import main, reach_table, read_rows, sample_scores, zone_table
 
 
 def rows(pairs):
@@ -99,3 +99,21 @@ def test_a_failed_answer_item_is_no_pass_and_rows_without_verdicts_need_legacy_g
     with pytest.raises(SystemExit, match=r"old.jsonl, line 1: no answer verdicts.*--legacy-grading"):
         read_rows(old)
     assert "answer_failed" not in read_rows(old, legacy_grading=True)[0]
+
+
+def test_sampled_episodes_are_sample_rows_the_claim_reads(tmp_path):
+    """``sample``'s rows (here the gold policy's, twice per task) are ``SampleRow`` records: written with
+    write_jsonl, they read back as the claim's sampled pass metric reads them."""
+    from toolkit.agent.loop import RolloutConfig
+    from toolkit.agent.policies import GoldPolicy
+    from toolkit.paths import DATA_DIR
+    from toolkit.records import SampleRow, Task, read_jsonl, write_jsonl
+
+    tasks = read_jsonl(DATA_DIR / "tasks" / "eval.jsonl", Task)[:2]
+    rows = sample_scores(tasks, GoldPolicy(), RolloutConfig(), 2)
+    assert [r.task_id for r in rows] == [t.id for t in tasks for _ in range(2)]
+    assert all(isinstance(r, SampleRow) and r.score == 1.0 and r.answer_failed is False for r in rows)
+    path = tmp_path / "samples.jsonl"
+    write_jsonl(path, rows)
+    assert read_jsonl(path, SampleRow) == rows
+    assert all(row["answer_failed"] is False for row in read_rows(path))  # and the table reads them
