@@ -11,7 +11,7 @@ import pytest
 from toolkit.cli import main
 from toolkit.eval.atlas_format import read_atlas_tasks
 from toolkit.eval.atlas_tasks import Skip, replay_fidelity, to_atlas_record
-from toolkit.records import CallRecord, Task, Trajectory, read_jsonl, write_jsonl
+from toolkit.records import AtlasResultRow, CallRecord, Task, Trajectory, read_jsonl, write_jsonl
 
 ROOT = Path(__file__).resolve().parents[1]
 KIT_TASKS = ROOT / "data" / "tasks" / "eval.jsonl"
@@ -48,6 +48,10 @@ def test_exported_kit_tasks_run_back_at_full_fidelity(tmp_path, capsys):
     servers = summary["replay_fidelity"]["servers"]
     assert servers and all(row["matched"] == row["compared"] > 0 for row in servers.values()), servers
     assert all(row["cut"] == 0 for row in servers.values())
+    rows = read_jsonl(tmp_path / "run" / "results.jsonl", AtlasResultRow)  # one typed row a graded task
+    assert sorted(r.task for r in rows) == sorted(RUN_BACK)
+    assert all(r.stop_reason == "finish" and r.calls > 0 == r.failed_calls and r.claims for r in rows)
+    assert all(r.passed == (r.coverage >= 0.75) for r in rows)
 
 
 def test_fidelity_does_not_blame_the_server_for_an_output_the_loop_cut():

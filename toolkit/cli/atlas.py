@@ -138,7 +138,7 @@ def _run(args: argparse.Namespace) -> int:
         to_kit_task,
     )
     from toolkit.eval.watch import Progress, check_endpoint
-    from toolkit.records import write_jsonl
+    from toolkit.records import AtlasResultRow, write_jsonl
     from toolkit.rewards.atlas import AtlasReward
 
     records = read_atlas_tasks(args.tasks)[: args.limit]  # a bad record stops here, before any work
@@ -197,15 +197,19 @@ def _run(args: argparse.Namespace) -> int:
         results = [res for pair, res in graded if pair[0].id not in judged]
     write_jsonl(out / "tasks.jsonl", tasks)
     write_jsonl(out / "trajectories.jsonl", trajs)
-    with (out / "results.jsonl").open("w", encoding="utf-8") as f:
-        for (task, traj), res in zip(scored, results, strict=True):
-            row = {"task": task.id, "coverage": res.score, "passed": res.score >= 0.75}
-            row |= {
-                "stop_reason": traj.stop_reason,
-                "calls": len(traj.calls),
-                "failed_calls": sum(not c.ok for c in traj.calls),
-            }
-            f.write(dumps(row | {"claims": res.details.get("items", [])}, default=str) + "\n")
+    rows = [
+        AtlasResultRow(
+            task=task.id,
+            coverage=res.score,
+            passed=res.score >= 0.75,
+            stop_reason=traj.stop_reason,
+            calls=len(traj.calls),
+            failed_calls=sum(not c.ok for c in traj.calls),
+            claims=res.details.get("items", []),
+        )
+        for (task, traj), res in zip(scored, results, strict=True)
+    ]
+    write_jsonl(out / "results.jsonl", rows)
     summary = summarize(results, skipped, [t for t, _ in scored], errors)
     summary["endpoint_errors"] = down  # the policy's or the judge's: neither a score nor the environment's
     summary |= {"judge": "stand-in (not a language model)" if args.standin_judge else args.judge_model}
