@@ -32,10 +32,11 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from toolkit.agent.loop import ERROR_KINDS, RolloutConfig, run_episodes
+from toolkit.agent.loop import RolloutConfig, run_episodes
 from toolkit.agent.parsing import parse_turn
 from toolkit.agent.policies import GenerationRequest
 from toolkit.agent.testing import NOTES_TOOLS, ScriptedPolicy, fake_opener
+from toolkit.envs.execute import ERROR_KINDS, error_kind
 from toolkit.paths import REPO_ROOT
 from toolkit.records import FINISH_TOOL, STOP_REASONS, Task, Trajectory, read_jsonl, write_jsonl
 
@@ -293,7 +294,7 @@ def contract_violations(traj: Trajectory) -> list[str]:
         if msg.get("content") != call.result:
             problems.append(f"tool message differs from call record for {call.name!r}")
         if not call.ok:
-            kind = (call.error or "").split(":", 1)[0]
+            kind = error_kind(call)
             if kind not in ERROR_KINDS:
                 problems.append(f"failure without a known error kind: {call.error!r}")
             elif not (call.result or "").startswith(f"Error ({kind})"):

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from toolkit.envs.execute import error_kind
 from toolkit.records import RUBRIC_CATEGORIES, RecordError, Trajectory, read_jsonl
 
 MALFORMED_CALL_ERRORS = ("bad_json", "unknown_tool")  # the loop's error kinds for a call that is not one
@@ -85,7 +86,7 @@ def first_call_well_formed(traj: Trajectory) -> bool:
     if not assistant or not assistant[0].get("tool_calls"):
         return False
     first = [c for c in traj.calls if c.step == 0]
-    if any((c.error or "").split(":", 1)[0] in MALFORMED_CALL_ERRORS for c in first):
+    if any(error_kind(c) in MALFORMED_CALL_ERRORS for c in first):
         return False
     # a turn cut at max_new_tokens ends the episode before its calls run (stop reason length)
     return not (traj.stop_reason == "length" and len(assistant) == 1 and not first)
