@@ -1,7 +1,7 @@
 """One reader and writer per file format (issue 50): the rows of the rollout log, the prescreen pool,
 metrics, sampled and MCP-Atlas results are typed records in ``toolkit.records`` that round-trip through
-JSON; a bad line in any format names its file and line; and toolkit/ parses JSONL line by line in at
-most two places."""
+JSON; a bad line in any format names its file and line; toolkit/ parses JSONL line by line in one place
+(``records.iter_json_objects``); and each writer of a row's file writes that row's type."""
 
 from __future__ import annotations
 
@@ -110,6 +110,32 @@ def test_metrics_rows_are_flat_on_disk():
     assert row.to_dict() == {"step": 4, "phase": "sft", "loss": 1.5, "grad_norm": None}
 
 
+def test_the_run_writers_write_their_rows(tmp_path):
+    """The trainer's rollout log, its metrics callback and the prescreen write their row types: read back
+    typed, each file holds what was logged (the metrics row built from TRL's log dict, NaN as null)."""
+    from types import SimpleNamespace
+
+    from toolkit.train.callbacks import MetricsJsonlCallback
+    from toolkit.train.prescreen import PoolScreen
+    from toolkit.train.rollout import RolloutLog
+
+    rollouts = tmp_path / "rollouts.jsonl"
+    RolloutLog(rollouts).append(SimpleNamespace(state=SimpleNamespace(global_step=7)), [ROWS[RolloutRecord]])
+    assert read_jsonl(rollouts, RolloutRecord, torn_tail=True) == [ROWS[RolloutRecord]]
+    metrics = tmp_path / "metrics.jsonl"
+    state = SimpleNamespace(is_world_process_zero=True, global_step=1)
+    MetricsJsonlCallback(metrics, "sft", step_offset=2).on_log(
+        None, state, None, logs={"loss": 0.5, "x": "s"}
+    )
+    MetricsJsonlCallback(metrics, "grpo").on_log(None, state, None, logs={"kl": float("nan")})
+    (sft, grpo) = read_jsonl(metrics, MetricsRow)
+    assert (sft.step, sft.phase, sft.phase_step, sft.values) == (3, "sft", 1, {"loss": 0.5})
+    assert (grpo.step, grpo.phase, grpo.values) == (1, "grpo", {"kl": None}) and grpo.elapsed_s is not None
+    pool = tmp_path / "pool.jsonl"
+    PoolScreen([ROWS[PoolRow], PoolRow("t2", kept=False)]).write(pool)
+    assert read_jsonl(pool, PoolRow) == [ROWS[PoolRow], PoolRow("t2", kept=False)]
+
+
 def test_every_committed_run_file_reads_as_its_record():
     kinds = {"metrics.jsonl": MetricsRow, "pool.jsonl": PoolRow, "samples.jsonl": SampleRow}
     files = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True).stdout.split()
@@ -169,11 +195,12 @@ def test_the_line_parser_finder_finds_the_usual_shapes():
     assert line_parsers("def d(p):\n    return json.loads(p.read_text())") == []
 
 
-def test_toolkit_has_at_most_two_line_by_line_jsonl_parsers():
+def test_toolkit_has_one_line_by_line_jsonl_parser():
     parsers = [
         f"{path.relative_to(ROOT)}:{name}"
         for path in sorted(PACKAGE_DIR.rglob("*.py"))
         for name in line_parsers(path.read_text(encoding="utf-8"))
     ]
-    assert "toolkit/records.py:iter_json_objects" in parsers
-    assert len(parsers) <= 2, f"read JSONL through toolkit.records.iter_json_objects, not: {parsers}"
+    assert parsers == ["toolkit/records.py:iter_json_objects"], (
+        f"read JSONL through toolkit.records.iter_json_objects, not: {parsers}"
+    )
