@@ -1,4 +1,4 @@
-"""The import graph points down the stack: envs <- synth <- rewards <- agent <- train/eval <- cli/notebooks,
+"""The import graph points down the stack: envs <- synth <- rewards <- agent <- eval <- train <- cli/notebooks,
 with the base modules (records, paths, models, aio, toolbox, colab, argtypes, reaper) below all, and no module imports itself back
 through a circle. Every import counts, also the ones inside functions (they are how the kit keeps
 `mcp-rl --help` fast, not a way around the layers). Every `mcp-rl` subcommand lives on the top floor
@@ -25,7 +25,9 @@ BASE = {
     "runs",
 }
 BASE |= {"endpoint"}  # the one endpoint type and chat call, for every layer's chat clients
-LAYER = {"envs": 1, "synth": 2, "rewards": 3, "agent": 4, "train": 5, "eval": 5, "cli": 6, "notebooks": 6}
+# train sits above eval: a run evaluates its adapters (toolkit.eval.suites) and draws its figures; eval never
+# needs training (`eval --recipe` reads a recipe's loop settings on the cli floor)
+LAYER = {"envs": 1, "synth": 2, "rewards": 3, "agent": 4, "eval": 5, "train": 6, "cli": 7, "notebooks": 7}
 # No circle is allowed (the last one, train/pipeline.py <-> unsloth_backend.py, went with the one pipeline).
 KNOWN_CIRCLES: set[frozenset[str]] = set()
 

@@ -14,7 +14,7 @@ held-out eval -> paired comparison, each resumable) once for every backend. A ba
 Adding a backend is one class with these methods (a module of its own, beside
 ``toolkit.train.transformers_backend``, ``unsloth_backend``, ``vllm_backend`` and ``vllm_server_backend``)
 and one line in ``BACKENDS``. Nothing else lists the names: the recipe check (``config``), the
-``mcp-rl train --backend`` choices (``commands``) and ``device.detect_backend`` read them here. This
+``mcp-rl train --backend`` choices (``toolkit.cli.train``) and ``device.detect_backend`` read them here. This
 module imports no backend (``make_backend`` loads the chosen one by name), and backends never import
 the pipeline.
 """
