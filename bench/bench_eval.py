@@ -1,7 +1,7 @@
 """Greedy held-out evaluation speed: LoRA adapter kept apart vs merged, one padded batch vs length buckets.
 
 The training pipeline evaluates the SFT-only and the GRPO model on the same held-out tasks, greedily,
-through the agent loop (``toolkit.train.run_eval.evaluate_model``). On a CPU that time goes mostly to
+through the agent loop (``toolkit.train.run_eval.evaluate_policy``). On a CPU that time goes mostly to
 prefilling prompts of 400-1,400 tokens (tool schemas), left-padded to the longest prompt of the batch.
 Variants, each timed on the same tasks in this process, in the order given:
 

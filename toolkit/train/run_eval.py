@@ -61,16 +61,6 @@ def evaluate_adapter(
     return res
 
 
-def evaluate_model(
-    model: Any, tokenizer: Any, tasks: list[Task], out_dir: Path, label: str, loop: Any
-) -> dict:
-    """``evaluate_policy`` for an in-memory transformers model."""
-    from toolkit.agent.policies import TransformersPolicy
-
-    model.eval()
-    return evaluate_policy(TransformersPolicy(model, tokenizer, name=label), tasks, out_dir, label, loop)
-
-
 def compare(before_dir: Path, after_dir: Path) -> dict[str, Any]:
     """Paired bootstrap (same tasks) of every metric: after - before with its 95% interval."""
     from toolkit.eval.metrics import compare_folders
