@@ -81,7 +81,7 @@ if "google.colab" in sys.modules:
 # %% tags=["parameters"]
 SMOKE = False
 OUT_DIR = "../build/notebooks/05_results"
-SHIPPED_ADAPTERS = None  # a `mcp-rl train --ship DEST` folder; None: the shipped cpu-learn pair
+SHIPPED_ADAPTERS = None  # a `mcp-rl ship RUN DEST` folder; None: the shipped cpu-learn pair
 N_SHIPPED = 200  # held-out tasks for the shipped pair (paired 95% CI about +-0.03 to +-0.05 at 200)
 SHIPPED_SEED = 2028  # synth seed of those tasks: no run trains, tunes or tests on it
 SHIPPED_BACKEND = None  # None: the shipped recipe's (vllm, or cpu where vLLM is not installed)
@@ -131,7 +131,7 @@ if not has_adapter(RunFolder(run).adapter):
 # %% [markdown]
 # ## The shipped adapters
 #
-# `mcp-rl train --out RUN --ship data/adapters/cpu-learn` copied a finished run's warm start (`sft/adapter`)
+# `mcp-rl ship RUN data/adapters/cpu-learn` copied a finished run's warm start (`sft/adapter`)
 # and GRPO adapter (`adapter`) into the repository: LoRA weights in bfloat16 (about 10 MB each), each
 # checked to give its source's logits up to bf16 rounding, with the recipe as run (`recipe.json`) and a
 # `record.json` (the run, the commands, sha256 of every file, the run's own dev and test comparisons).
@@ -162,7 +162,7 @@ elif ShippedFolder(shipped_dir).record_file.exists():
 else:
     print(
         f"no shipped adapters in {shipped_dir.resolve()}: a finished run ships them with\n"
-        f"  mcp-rl train --out RUN --ship {shipped_dir}\n"
+        f"  mcp-rl ship RUN {shipped_dir}\n"
         "(RUN: e.g. `make reproduce-cpu`'s run folder); this section is skipped"
     )
 
@@ -215,7 +215,7 @@ if shipped is not None:
 # What the shipped run reported itself when it was made (`record.json`, from its `summary.json`): pass@0.75
 # on its dev set (seed 1, the tasks the recipe was tuned on) and on its test sets (seeds 2026, 2027, 2031
 # and 2032, evaluated once with the recipe frozen). Then its dev-set learning curve, from the run's
-# published record (`SHIPPED_RECORD`, `mcp-rl train --out RUN --publish docs/cpu-proof/...`).
+# published record (`SHIPPED_RECORD`, `mcp-rl publish RUN docs/cpu-proof/...`).
 
 # %%
 if shipped is not None:
@@ -236,6 +236,35 @@ if shipped is not None:
             display(Image(filename=str(Path(SHIPPED_RECORD) / "learning_curve.png")))
     else:
         print(f"no learning curve of the shipped run at {curve_file.resolve()} (set SHIPPED_RECORD)")
+
+# %% [markdown]
+# Those comparisons were graded the way answers were graded when run 25 was made: the expected value
+# anywhere in the answer passed. Since issue 48 an answer passes only when it commits to the value (no
+# competing value, no pasted tool output, no hedge). `python -m bench.regrade` evaluated the shipped pair
+# again on each of those sets (greedy, the recipe's loop and backend) and graded every trajectory both ways;
+# `record.json` keeps both under `grading.regrade_issue48`. The "old" rows differ from the table above by a
+# task or two because the evaluation ran again (vLLM's CPU backend is not bit-reproducible between engine
+# starts, and the shipped adapters are the bf16 copies); the "new" rows are the kit's grade today.
+
+# %%
+if shipped is not None:
+    grading = shipped.record.get("grading", {})
+    regrade = grading.get("regrade_issue48")
+    if regrade:
+        regraded = {}
+        for name, result in {"dev": regrade["dev"], **regrade["test_sets"]}.items():
+            if isinstance(result, str):  # a set not re-graded yet says why
+                print(f"{name}: {result}")
+                continue
+            for way in ("old", "new"):
+                row = result[f"{way}_grading"]
+                regraded[(name, way)] = {k: row[k] for k in ("before", "after", "diff", "ci_low", "ci_high")}
+        display(pd.DataFrame(regraded).T.rename_axis(["set", "grading"]).round(3))
+        print(
+            f"re-graded on {regrade['machine']}:\n  {regrade['command'].replace('--sets dev', '--sets SET')}"
+        )
+    else:  # a pair shipped since issue 48 was graded by the commitment check when it was made
+        print(grading.get("comparison") or "the comparisons above were graded by the commitment answer check")
 
 # %% [markdown]
 # ## Notebook 04's run: a short live run
