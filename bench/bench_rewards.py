@@ -21,7 +21,8 @@ import time
 def _workload(tasks_path: str | None, n: int, seed: int):
     from toolkit.records import Task, read_jsonl
     from toolkit.rewards.examples import example_gold, example_tasks
-    from toolkit.rewards.perturb import gold_trajectory, sample_group
+    from toolkit.rewards.gold import gold_trajectory
+    from toolkit.rewards.perturb import sample_group
 
     if tasks_path:
         tasks = read_jsonl(tasks_path, Task)

@@ -18,8 +18,8 @@ import pytest
 from toolkit.records import RecordError, RolloutRecord, Task, read_jsonl, write_jsonl
 from toolkit.rewards import get_reward
 from toolkit.rewards.drift import Call, drift_episodes, episode, old_reward
+from toolkit.rewards.gold import gold_answer
 from toolkit.rewards.outcome import extra_arguments
-from toolkit.rewards.perturb import gold_answer
 
 EVAL = Path(__file__).resolve().parents[1] / "data" / "tasks" / "eval.jsonl"
 # one real task per kind: a lookup, an aggregate (2 calls), a write whose wrong value is a valid enum

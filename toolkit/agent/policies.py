@@ -29,7 +29,7 @@ from toolkit.agent.parsing import format_call
 from toolkit.endpoint import Endpoint, EndpointError, chat_async
 from toolkit.reaper import watch
 from toolkit.records import FINISH_TOOL, Task
-from toolkit.rewards.perturb import gold_answer
+from toolkit.rewards.gold import gold_answer
 
 
 @dataclass

@@ -40,7 +40,7 @@ from toolkit.aio import run_sync
 from toolkit.checks.answer import fold, number_mentions, output_strings
 from toolkit.records import Task, Trajectory
 from toolkit.rewards.base import REGISTRY, get_reward
-from toolkit.rewards.perturb import gold_answer
+from toolkit.rewards.gold import gold_answer
 from toolkit.rewards.replay import execute_calls
 
 POLICIES = (

@@ -318,7 +318,7 @@ def summarize(
 def answer_claims(task: Task) -> list[str]:
     """Claims a final answer can be judged on: one per expected answer value (MCP-Atlas's judge sees the
     answer only, so process rules such as "the model must use X" cannot be claims)."""
-    from toolkit.rewards.perturb import answer_text
+    from toolkit.rewards.gold import value_text
 
     reference = str(task.metadata.get("reference_answer") or "")
 
@@ -329,7 +329,7 @@ def answer_claims(task: Task) -> list[str]:
             for form in (f"{value:,.2f}".rstrip("0").rstrip("."), f"{value:g}", str(value)):
                 if form in reference:
                     return form
-        return answer_text(value)
+        return value_text(value)
 
     return [f'The {key.replace("_", " ")} is "{written(value)}".' for key, value in task.answers.items()]
 

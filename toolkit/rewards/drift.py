@@ -21,7 +21,7 @@ from typing import Any
 from toolkit.aio import run_sync
 from toolkit.records import Task, Trajectory
 from toolkit.rewards.base import Reward, combine, get_reward
-from toolkit.rewards.perturb import gold_answer
+from toolkit.rewards.gold import gold_answer
 
 WRONG_ANSWER = "I looked it up: the value you asked about is zzz."  # states no expected value
 GIVE_UP = "Sorry, the tool returned an error, so I cannot answer that."

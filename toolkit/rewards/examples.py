@@ -4,7 +4,7 @@ benchmark and notebook 03 when no synthesized tasks are available (``data/tasks/
 from __future__ import annotations
 
 from toolkit.records import GoldCall, RubricItem, Task, Trajectory
-from toolkit.rewards.perturb import gold_trajectory
+from toolkit.rewards.gold import gold_trajectory
 
 HELPDESK_TOOLS = ["search_tickets", "get_ticket", "get_user", "update_ticket", "get_weather"]
 

@@ -14,7 +14,7 @@ from typing import Any
 from toolkit.aio import run_sync
 from toolkit.envs.execute import execute_call, task_tools
 from toolkit.records import CallRecord, Task, Trajectory
-from toolkit.rewards.perturb import gold_answer
+from toolkit.rewards.gold import gold_answer
 from toolkit.toolbox import Toolbox
 
 RESULT_CHARS = 2000  # tool outputs kept on the record (the loop truncates similarly)
