@@ -219,7 +219,7 @@ print(dataset[0]["prompt"])
 # %% [markdown]
 # ## 6. Your own MCP server
 #
-# Everything above is for the kit's own servers. For a server of yours, `mcp-rl synth --server
+# Everything above is for the kit's own servers. For a server of yours, `mcp-rl synth-own --server
 # NAME=COMMAND` (or `NAME=URL`) does the same without templates (docs/own-server.md): it lists the tools
 # and sorts them into reads and writes (annotations, then names), calls the reads breadth first with
 # arguments from their schemas and from values seen in earlier outputs, each call on two fresh servers at

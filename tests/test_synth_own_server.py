@@ -1,4 +1,4 @@
-"""`mcp-rl synth --server`: tasks for an MCP server the kit did not write (docs/own-server.md).
+"""`mcp-rl synth-own --server`: tasks for an MCP server the kit did not write (docs/own-server.md).
 
 Unit tests for the pieces (read/write classification, output parsing, recipes, probes), then the whole
 path on real servers: the kit's helpdesk spoken to over stdio (always here) and npm server-memory (after
@@ -241,7 +241,7 @@ def test_a_server_that_never_answers_or_cannot_start_is_reported(tmp_path):
 
 def test_cli_rejects_a_bad_server_option(tmp_path):
     out = subprocess.run(
-        [sys.executable, "-c", "import sys; from toolkit.cli import main; sys.exit(main())", "synth", "--server", "no-equals",
+        [sys.executable, "-c", "import sys; from toolkit.cli import main; sys.exit(main())", "synth-own", "--server", "no-equals",
          "--out", str(tmp_path)],
         capture_output=True, text=True, cwd=REPO_ROOT, env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
     )  # fmt: skip

@@ -1,4 +1,4 @@
-"""Shipping a run's adapters (``mcp-rl train --out RUN --ship DEST``, ``toolkit.train.ship``): bfloat16
+"""Shipping a run's adapters (``mcp-rl ship RUN DEST``, ``toolkit.train.ship``): bfloat16
 copies with only the config and the weights, that load with PEFT and give the source adapter's logits up
 to bf16 rounding, a record with the run's numbers and the files' digests; a missing adapter names itself."""
 
@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shlex
 from pathlib import Path
 
 import pytest
 import torch
 
+from toolkit.cli import build_parser
 from toolkit.models import TINY_MODEL, load_policy
 from toolkit.train import ship
 
@@ -88,7 +90,9 @@ def test_shipped_adapters_are_bf16_copies_that_give_the_source_logits(run, tmp_p
         assert hashlib.sha256((dest / name).read_bytes()).hexdigest() == digest
     assert record["comparison"]["dev"]["diff"] == 0.1
     assert record["comparison"]["test-seed2026"]["n_tasks"] == 200
-    assert f"--ship {dest}" in record["commands"]["ship"]
+    # the record's ship command is one today's parser reads as `mcp-rl ship RUN DEST`
+    shipped_by = build_parser().parse_args(shlex.split(record["commands"]["ship"])[1:])
+    assert shipped_by.command == "ship" and Path(shipped_by.run) == run and Path(shipped_by.dest) == dest
     assert f"--recipe {dest}/recipe.json" in record["commands"]["reproduce"]
     assert f"--recipe {dest}/recipe.json" in record["commands"]["evaluate"]
     assert set(record["logit_check"]) == {"warm_start", "grpo"}
@@ -112,7 +116,7 @@ def test_a_missing_adapter_names_its_path_and_the_cli_exits_non_zero(run, tmp_pa
     for name in ("recipe.json", "sft/adapter/adapter_config.json", "sft/adapter/adapter_model.safetensors"):
         (broken / name).write_bytes((run / name).read_bytes())
     dest = tmp_path / "shipped"
-    assert main(["train", "--out", str(broken), "--ship", str(dest)]) == 1
+    assert main(["ship", str(broken), str(dest)]) == 1
     err = capsys.readouterr().err
     assert f"{broken / 'adapter' / 'adapter_config.json'}: missing" in err
     assert not dest.exists()

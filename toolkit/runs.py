@@ -14,10 +14,10 @@ A run folder (``RunFolder``):
 - ``eval/``: ``toolkit.eval.run_eval`` folders: ``sft/`` (or ``base/`` without a warm start) and ``grpo/``,
   ``curve/step-N/``, ``test-seed<S>/{sft|base,grpo}/``, ``adapter/`` (the closing command's)
 
-A published record (``--publish``) keeps the run's ``summary.json``, ``recipe.json`` and ``metrics.jsonl``
-under the same names, so ``RunFolder`` reads it too. A shipped pair (``ShippedFolder``, ``--ship``):
-``recipe.json``, ``record.json``, ``warm_start/`` (the run's ``sft/adapter``) and ``grpo/`` (its
-``adapter``)."""
+A published record (``mcp-rl publish``) keeps the run's ``summary.json``, ``recipe.json`` and
+``metrics.jsonl`` under the same names, so ``RunFolder`` reads it too. A shipped pair (``ShippedFolder``,
+``mcp-rl ship``): ``recipe.json``, ``record.json``, ``warm_start/`` (the run's ``sft/adapter``) and
+``grpo/`` (its ``adapter``)."""
 
 from __future__ import annotations
 
@@ -85,7 +85,7 @@ class RunFolder:
         return self.root / "metrics.jsonl"
 
     def published_files(self) -> list[Path]:
-        """What ``--publish`` keeps of a run (the record a reader checks the claim with)."""
+        """What ``mcp-rl publish`` keeps of a run (the record a reader checks the claim with)."""
         return [self.summary_file, self.recipe_file, self.metrics_file]
 
     # tasks
@@ -187,7 +187,7 @@ class RunFolder:
 
 @dataclass(frozen=True)
 class ShippedFolder:
-    """A shipped adapter pair (``mcp-rl train --ship``): the run's recipe, a record, and two adapters."""
+    """A shipped adapter pair (``mcp-rl ship``): the run's recipe, a record, and two adapters."""
 
     root: Path
 

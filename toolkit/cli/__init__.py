@@ -18,10 +18,12 @@ BUG_ERRORS = (AssertionError, AttributeError, KeyError, IndexError, NameError, T
 # Modules that register subcommands, in the order `mcp-rl --help` lists them.
 COMMAND_MODULES = (
     "toolkit.cli.envs",  # envs, serve
-    "toolkit.cli.synth",  # synth (synth --server: toolkit.cli.synth_own)
+    "toolkit.cli.synth",  # synth (generate, graph): the kit's own domains
+    "toolkit.cli.synth_own",  # synth-own: tasks for your own MCP server
     "toolkit.cli.rollout",  # rollout
     "toolkit.cli.score",  # score, rescore
-    "toolkit.cli.train",  # train
+    "toolkit.cli.train",  # train, recipes
+    "toolkit.cli.publish",  # publish, ship: a finished run's record and adapters
     "toolkit.cli.eval",  # eval, compare, plot
     "toolkit.cli.atlas",  # atlas
     "toolkit.notebooks",  # notebooks
@@ -34,6 +36,17 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def moved_option(parser: argparse.ArgumentParser, option: str, command: str, nargs: int | str = "?") -> None:
+    """An old spelling of what is now a command of its own (``train --ship`` is ``ship``): kept off the
+    help, and refused with one line naming the new command (exit 2), so it never means something else."""
+
+    class Moved(argparse.Action):
+        def __call__(self, parser, namespace, values, option_string=None) -> NoReturn:
+            parser.exit(2, f"{parser.prog}: error: {option_string} is a command of its own now: {command}\n")
+
+    parser.add_argument(option, nargs=nargs, action=Moved, default=argparse.SUPPRESS, help=argparse.SUPPRESS)
 
 
 def build_parser() -> argparse.ArgumentParser:

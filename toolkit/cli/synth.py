@@ -1,4 +1,4 @@
-"""`mcp-rl synth`: generate validated tasks, or print the tool dependency graph.
+"""`mcp-rl synth`: generate validated tasks on the kit's own servers, or print their tool dependency graph.
 
 mcp-rl synth --n 2000 --n-eval 300 --seed 0 --out data/tasks      tasks + summary
 mcp-rl synth --preset cpu --n 200 --seed 1 --out runs/tasks-cpu   short tasks for the CPU demo
@@ -7,10 +7,7 @@ mcp-rl synth --servers all --n 500 --out runs/tasks-all           every register
 mcp-rl synth --preset prove --n 300 --out runs/tasks-prove          PROVE's mix (docs/prove.md)
 mcp-rl synth graph [--server helpdesk] [--json]                   the dependency graph
 
-Your own MCP server (docs/own-server.md): tasks from what it returns, validated by replay on fresh servers
-mcp-rl synth --server memory='node server-memory/dist/index.js' --env MEMORY_FILE_PATH={scratch}/memory.jsonl \
-             --seed-dir my-memory/ --n 100 --out runs/tasks-memory
-mcp-rl synth --server api=http://127.0.0.1:8000/mcp --n 100 --out runs/tasks-api      streamable HTTP (no writes)
+Tasks for your own MCP server: `mcp-rl synth-own --server NAME=COMMAND|URL ...` (docs/own-server.md).
 """
 
 from __future__ import annotations
@@ -21,14 +18,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from toolkit.argtypes import fraction, nonnegative_int, positive_float, positive_int
+from toolkit.argtypes import fraction, nonnegative_int, positive_int
 from toolkit.records import dumps
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "synth",
-        help="synthesise tasks with rubrics, validated by replay (or: synth graph)",
+        help="synthesise tasks on the kit's own servers, validated by replay (or: synth graph)",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -67,50 +64,27 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--paraphrase-base-url", default=None, help="OpenAI-compatible endpoint for --paraphrase-model"
     )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p.add_argument(
-        "--server",
-        action="append",
-        default=None,
-        help="NAME=COMMAND (stdio) or NAME=URL (streamable HTTP): make tasks for this server (repeatable); "
-        "graph: NAME, only this kit server's tools",
+    graph = p.add_argument_group("graph (synth graph)")
+    graph.add_argument(
+        "--server", action=GraphServer, default=None, help="NAME: only this kit server's tools"
     )
-    own = p.add_argument_group("own server (--server NAME=...); [NAME:] limits an option to one server")
-    own.add_argument("--env", action="append", default=[], help="[NAME:]KEY=VALUE for the server process")
-    own.add_argument(
-        "--cwd", action="append", default=[], help="[NAME:]DIR working folder (default: scratch)"
-    )
-    own.add_argument(
-        "--seed-dir",
-        action="append",
-        default=[],
-        help="[NAME:]DIR copied into each episode's fresh scratch folder; {scratch} in the command and "
-        "--env is replaced by that folder's path",
-    )
-    own.add_argument("--read", action="append", default=[], help="TOOL: treat as read-only (explored)")
-    own.add_argument("--write", action="append", default=[], help="TOOL: treat as a write (not explored)")
-    own.add_argument("--skip", action="append", default=[], help="TOOL: never call or enable it")
-    own.add_argument(
-        "--example", action="append", default=[], help="TOOL=JSON example arguments (repeatable)"
-    )
-    own.add_argument(
-        "--max-explore-calls", type=positive_int, default=300, help="exploration call budget per server"
-    )
-    own.add_argument(
-        "--max-explore-seconds", type=positive_float, default=120.0, help="exploration time per server"
-    )
-    own.add_argument(
-        "--call-timeout", type=positive_float, default=30.0, help="seconds per call and per server start"
-    )
-    own.add_argument("--no-writes", action="store_true", help="no write tasks")
-    own.add_argument(
-        "--teacher-model",
-        default=None,
-        help="an OpenAI-compatible model that proposes calls to explore and phrases prompts (optional)",
-    )
-    own.add_argument("--teacher-base-url", default=None, help="its endpoint (default $OPENAI_BASE_URL)")
-    p.add_argument("--json", action="store_true", help="graph: print JSON")
-    p.add_argument("--bfcl", action="store_true", help="graph: include the BFCL servers")
+    graph.add_argument("--json", action="store_true", help="print JSON")
+    graph.add_argument("--bfcl", action="store_true", help="include the BFCL servers")
     p.set_defaults(func=handle)
+
+
+class GraphServer(argparse.Action):
+    """``--server NAME`` picks a kit server for `synth graph`; ``--server NAME=COMMAND|URL`` was how tasks
+    for an own server were asked for, and is refused here with one line naming `synth-own` (exit 2)."""
+
+    def __call__(self, parser, namespace, value, option_string=None) -> None:
+        if "=" in str(value):
+            parser.exit(
+                2,
+                f"{parser.prog}: error: --server {value.partition('=')[0]}=...: tasks for your own server are "
+                "a command of their own now: mcp-rl synth-own --server NAME=COMMAND|URL ...\n",
+            )
+        setattr(namespace, self.dest, value)
 
 
 def _preset_names() -> list[str]:
@@ -121,12 +95,19 @@ def _preset_names() -> list[str]:
 
 def handle(args: argparse.Namespace) -> int:
     if args.action == "graph":
-        args.server = args.server[-1] if args.server else None
         return _graph(args)
-    if args.server:
-        from toolkit.cli.synth_own import generate_own
-
-        return generate_own(args)
+    graph_only = [
+        flag
+        for flag, given in (("--server", args.server), ("--json", args.json), ("--bfcl", args.bfcl))
+        if given
+    ]
+    if graph_only:  # one meaning per flag: these shape the graph, never the tasks
+        print(
+            f"mcp-rl synth: error: {', '.join(graph_only)} only for `mcp-rl synth graph` (tasks for your own "
+            "server: mcp-rl synth-own --server NAME=COMMAND|URL ...)",
+            file=sys.stderr,
+        )
+        return 2
     return _generate(args)
 
 

@@ -1,4 +1,10 @@
-"""`mcp-rl synth --server NAME=COMMAND|URL ...`: tasks for your own MCP server (docs/own-server.md)."""
+"""`mcp-rl synth-own`: tasks for your own MCP server (docs/own-server.md), made from what it returns and
+validated by replay on fresh servers.
+
+mcp-rl synth-own --server memory='node server-memory/dist/index.js' --env MEMORY_FILE_PATH={scratch}/memory.jsonl \
+                 --seed-dir my-memory/ --n 100 --out runs/tasks-memory
+mcp-rl synth-own --server api=http://127.0.0.1:8000/mcp --n 100 --out runs/tasks-api      streamable HTTP (no writes)
+"""
 
 from __future__ import annotations
 
@@ -9,8 +15,67 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from toolkit.argtypes import nonnegative_int, positive_float, positive_int
 from toolkit.envs.recipe import ServerRecipe, parse_server
 from toolkit.records import dumps
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "synth-own",
+        help="synthesise tasks for your own MCP server, validated by replay on fresh servers",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "--server",
+        action="append",
+        required=True,
+        help="NAME=COMMAND (stdio) or NAME=URL (streamable HTTP): make tasks for this server (repeatable)",
+    )
+    p.add_argument("--n", type=positive_int, default=200, help="number of train tasks (default 200)")
+    p.add_argument(
+        "--n-eval", type=nonnegative_int, default=None, help="number of eval tasks (default 15%% of --n)"
+    )
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--out", type=Path, required=True, help="output folder: train.jsonl, eval.jsonl, summary.json"
+    )
+    own = p.add_argument_group("servers and tools; [NAME:] limits an option to one server")
+    own.add_argument("--env", action="append", default=[], help="[NAME:]KEY=VALUE for the server process")
+    own.add_argument(
+        "--cwd", action="append", default=[], help="[NAME:]DIR working folder (default: scratch)"
+    )
+    own.add_argument(
+        "--seed-dir",
+        action="append",
+        default=[],
+        help="[NAME:]DIR copied into each episode's fresh scratch folder; {scratch} in the command and "
+        "--env is replaced by that folder's path",
+    )
+    own.add_argument("--read", action="append", default=[], help="TOOL: treat as read-only (explored)")
+    own.add_argument("--write", action="append", default=[], help="TOOL: treat as a write (not explored)")
+    own.add_argument("--skip", action="append", default=[], help="TOOL: never call or enable it")
+    own.add_argument(
+        "--example", action="append", default=[], help="TOOL=JSON example arguments (repeatable)"
+    )
+    own.add_argument(
+        "--max-explore-calls", type=positive_int, default=300, help="exploration call budget per server"
+    )
+    own.add_argument(
+        "--max-explore-seconds", type=positive_float, default=120.0, help="exploration time per server"
+    )
+    own.add_argument(
+        "--call-timeout", type=positive_float, default=30.0, help="seconds per call and per server start"
+    )
+    own.add_argument("--no-writes", action="store_true", help="no write tasks")
+    own.add_argument(
+        "--teacher-model",
+        default=None,
+        help="an OpenAI-compatible model that proposes calls to explore and phrases prompts (optional)",
+    )
+    own.add_argument("--teacher-base-url", default=None, help="its endpoint (default $OPENAI_BASE_URL)")
+    p.set_defaults(func=generate_own)
 
 
 def _targeted(values: list[str], names: list[str], option: str) -> dict[str, list[str]]:
@@ -86,14 +151,11 @@ def generate_own(args: argparse.Namespace) -> int:
     from toolkit.records import write_jsonl
     from toolkit.synth.own_server import synthesize
 
-    if args.out is None:
-        print("mcp-rl synth: --out DIR is required", file=sys.stderr)
-        return 2
     try:
         recipes = build_recipes(args)
         overrides, examples = _overrides(args), _examples(args.example)
     except ValueError as exc:
-        print(f"mcp-rl synth: {exc}", file=sys.stderr)
+        print(f"mcp-rl synth-own: {exc}", file=sys.stderr)
         return 2
     teacher = None
     if args.teacher_model:
@@ -132,7 +194,7 @@ def generate_own(args: argparse.Namespace) -> int:
     )
     failed = [n for n, r in result.summary["servers"].items() if r.get("failed")]
     if not result.train and not result.eval:
-        print("mcp-rl synth: no task was kept (see the report above)", file=sys.stderr)
+        print("mcp-rl synth-own: no task was kept (see the report above)", file=sys.stderr)
         return 1
     return 1 if failed else 0
 

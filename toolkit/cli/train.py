@@ -1,4 +1,5 @@
-"""`mcp-rl train`: run a training recipe (SFT warm start + GRPO), optionally evaluate before/after.
+"""`mcp-rl train`: run a training recipe (SFT warm start + GRPO), optionally evaluate before/after, or
+resume a run; `mcp-rl recipes`: the shipped recipes.
 
 mcp-rl train --recipe cpu-demo --out runs/cpu-demo --evaluate      the CPU demo (notebook 04, make demo)
 mcp-rl train --recipe cpu-learn --out runs/cpu-learn --evaluate --curve --test
@@ -10,9 +11,8 @@ mcp-rl train --out runs/cpu-demo --resume --max-steps 40 --allow-recipe-change
                                                                     train on past the recipe's steps (recorded)
 mcp-rl train --recipe cpu-demo --out RUN --evaluate --curve --set grpo.save_steps=5 --set grpo.save_total_limit=null
                                                                     the dev-set learning curve, every 5 steps
-mcp-rl train --out runs/cpu-demo --publish docs/cpu-proof           keep a finished run's record
-mcp-rl train --out runs/cpu-learn --ship data/adapters/cpu-learn     ship its adapters (bf16, checked)
-mcp-rl train --list                                                 the shipped recipes
+mcp-rl recipes                                                      the shipped recipes
+mcp-rl publish RUN DEST, mcp-rl ship RUN DEST                       a finished run's record; its adapters
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import argparse
 from pathlib import Path
 
 from toolkit.argtypes import positive_int
+from toolkit.cli import moved_option
 from toolkit.train.backends import backend_choices
 
 DEFAULT_RECIPE = "cpu-demo"
@@ -43,7 +44,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--sft-steps", type=positive_int, default=None, help="override the number of SFT steps")
     p.add_argument("--tasks", default=None, help="override the train tasks file")
     p.add_argument("--eval-tasks", default=None, help="override the held-out tasks file")
-    p.add_argument("--out", default=None, help="run folder (required unless --list)")
+    p.add_argument("--out", default=None, help="run folder (required)")
     p.add_argument(
         "--resume",
         action="store_true",
@@ -91,21 +92,26 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help="show the libraries' logs and warnings (vLLM, transformers, TRL, torch); also $MCP_RL_VERBOSE=1",
     )
-    p.add_argument("--list", action="store_true", help="list the shipped recipes and exit")
-    p.add_argument(
-        "--publish",
-        metavar="DEST",
-        default=None,
-        help="copy the finished run in --out (summary, recipe, metrics, figures) to DEST, e.g. docs/cpu-proof",
-    )
-    p.add_argument(
-        "--ship",
-        metavar="DEST",
-        default=None,
-        help="copy the finished run's warm-start and GRPO adapters in --out (bf16, checked against the "
-        "source) with its recipe and a record to DEST, e.g. data/adapters/cpu-learn",
-    )
+    # train's former modes, commands of their own now
+    moved_option(p, "--list", "mcp-rl recipes", nargs=0)
+    moved_option(p, "--publish", "mcp-rl publish RUN DEST")
+    moved_option(p, "--ship", "mcp-rl ship RUN DEST")
     p.set_defaults(func=handle)
+
+    r = subparsers.add_parser(
+        "recipes",
+        help="list the shipped training recipes (train --recipe NAME, eval --recipe NAME)",
+        description="The recipes shipped in toolkit/train/recipes/, each with its description.",
+    )
+    r.set_defaults(func=list_shipped_recipes)
+
+
+def list_shipped_recipes(args: argparse.Namespace) -> int:
+    from toolkit.train.config import list_recipes, load_recipe
+
+    for name in list_recipes():
+        print(f"{name:10s} {load_recipe(name).description}")
+    return 0
 
 
 def parse_overrides(args: argparse.Namespace) -> tuple[dict, list[str]]:
@@ -134,25 +140,10 @@ def parse_overrides(args: argparse.Namespace) -> tuple[dict, list[str]]:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from toolkit.train.config import list_recipes, load_recipe, with_overrides
+    from toolkit.train.config import load_recipe, with_overrides
 
-    if args.list:
-        for name in list_recipes():
-            print(f"{name:10s} {load_recipe(name).description}")
-        return 0
     if not args.out:
         raise ValueError("--out DIR is required")
-    if args.publish:
-        from toolkit.train.publish import publish_run
-
-        for path in publish_run(args.out, args.publish):
-            print(path)
-        return 0
-    if args.ship:
-        from toolkit.train.ship import ship_adapters
-
-        print(ship_adapters(args.out, args.ship))
-        return 0
     if args.allow_recipe_change and not args.resume:
         raise ValueError("--allow-recipe-change goes with --resume (a new run has no recipe to differ from)")
     if args.resume and args.recipe is None:  # the run continues as it was made, not as cpu-demo

@@ -1,4 +1,4 @@
-"""Copy a finished training run's record into the repository (``mcp-rl train --out RUN --publish DEST``).
+"""Copy a finished training run's record into the repository (``mcp-rl publish RUN DEST``).
 
 What is kept is what a reader needs to check the claim without the run folder: ``summary.json`` (the
 paired comparisons on the dev set and on every test set, the timings), ``recipe.json`` (the recipe as

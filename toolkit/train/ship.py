@@ -1,4 +1,4 @@
-"""Ship a finished run's adapters in the repository (``mcp-rl train --out RUN --ship data/adapters/NAME``).
+"""Ship a finished run's adapters in the repository (``mcp-rl ship RUN data/adapters/NAME``).
 
 A shipped pair is what the tutorial evaluates without training (notebook 05): the run's warm start
 (``RUN/sft/adapter``) as ``warm_start/`` and its GRPO adapter (``RUN/adapter``) as ``grpo/``. Each keeps
@@ -85,7 +85,7 @@ def load_shipped(folder: str | Path) -> Shipped:
     for path in [layout.record_file, layout.recipe_file, *shipped_adapter_files(layout)]:
         if not path.is_file():
             raise FileNotFoundError(
-                f"{path}: missing; ship a finished run with `mcp-rl train --out RUN --ship {layout.root}`"
+                f"{path}: missing; ship a finished run with `mcp-rl ship RUN {layout.root}`"
             )
     return Shipped(layout.root, json.loads(layout.record_file.read_text()))
 
@@ -220,7 +220,7 @@ def ship_adapters(run: str | Path, dest: str | Path) -> Path:
             "commands": {
                 # the recipe as run, in a new folder (the run's own command line is not recorded)
                 "reproduce": f"mcp-rl train --recipe {final.recipe_file} --out RUN --evaluate --test --curve",
-                "ship": f"mcp-rl train --out {run.root} --ship {dest}",
+                "ship": f"mcp-rl ship {run.root} {dest}",
                 # with the recipe's loop, so it prompts and decodes as the run's own evaluation did
                 "evaluate": (
                     f"mcp-rl eval --policy {model} --adapter {final.grpo} --recipe {final.recipe_file} "
