@@ -1,6 +1,6 @@
 """Trajectories scored per second by each programmatic reward.
 
-The workload: for every task, its gold trajectory plus perturbed copies (``toolkit.rewards.perturb``,
+The workload: for every task, its gold trajectory plus perturbed copies (``toolkit.study.perturb``,
 record level, nothing executed), so the rewards see a realistic mix of good and broken episodes.
 Tasks come from ``--tasks FILE`` (e.g. data/tasks/train.jsonl) or the kit's example tasks.
 The baseline, measured in the same run, is what every scoring path pays anyway: turning the task
@@ -20,9 +20,9 @@ import time
 
 def _workload(tasks_path: str | None, n: int, seed: int):
     from toolkit.records import Task, read_jsonl
-    from toolkit.rewards.examples import example_gold, example_tasks
     from toolkit.rewards.gold import gold_trajectory
-    from toolkit.rewards.perturb import sample_group
+    from toolkit.study.examples import example_gold, example_tasks
+    from toolkit.study.perturb import sample_group
 
     if tasks_path:
         tasks = read_jsonl(tasks_path, Task)
@@ -52,7 +52,7 @@ def _rate(fn, pairs, repeat: int) -> float:
 def main(argv: list[str] | None = None) -> int:
     from toolkit.records import Task, Trajectory
     from toolkit.rewards import combine, get_reward
-    from toolkit.rewards.examples import TOOL_SCHEMAS
+    from toolkit.study.examples import TOOL_SCHEMAS
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--tasks", default=None, help="tasks JSONL (default: the kit's example tasks)")

@@ -83,13 +83,14 @@ from pathlib import Path
 
 import pandas as pd
 
-from toolkit.rewards import as_trl_reward_func, get_reward, study
-from toolkit.rewards.calibration import calibration_report
+from toolkit.rewards import as_trl_reward_func, get_reward
+from toolkit.study import comparisons
+from toolkit.study.calibration import calibration_report
 
 out_dir = Path(OUT_DIR)
 out_dir.mkdir(parents=True, exist_ok=True)
 pd.set_option("display.precision", 3)
-tasks, source = study.load_tasks(TASKS_DIR, limit=N_TASKS, seed=SEED)
+tasks, source = comparisons.load_tasks(TASKS_DIR, limit=N_TASKS, seed=SEED)
 execute = EXECUTE and source != "examples"
 print(f"{len(tasks)} tasks from {source}; gold chain lengths: {sorted(len(t.gold) for t in tasks)}")
 
@@ -101,8 +102,8 @@ print(f"{len(tasks)} tasks from {source}; gold chain lengths: {sorted(len(t.gold
 # cheapest end-to-end check that environments, synthesis and rewards agree.
 
 # %%
-golds = study.gold_trajectories(tasks, source)
-rewards = study.default_rewards()
+golds = comparisons.gold_trajectories(tasks, source)
+rewards = comparisons.default_rewards()
 full = pd.DataFrame(
     {
         name: [r(t, g).score / r.range[1] for t, g in zip(tasks, golds, strict=True)]
@@ -122,7 +123,7 @@ print("share of gold trajectories at full marks:")
 # exist. Scores are divided by each reward's maximum (ToolRL by 4) so the columns compare.
 
 # %%
-table = study.scenario_table(tasks, golds, rewards, execute=execute)
+table = comparisons.scenario_table(tasks, golds, rewards, execute=execute)
 table
 
 # %% [markdown]
@@ -135,7 +136,7 @@ table
 # One trajectory, every component (the breakdowns are what TRL logs per reward function):
 
 # %%
-from toolkit.rewards.perturb import scenario
+from toolkit.study.perturb import scenario
 
 task, gold = next(
     ((t, g) for t, g in zip(tasks, golds, strict=True) if len(t.gold) >= 2), (tasks[0], golds[0])
@@ -159,12 +160,12 @@ pd.DataFrame({name: pd.Series(r(task, wrong).breakdown) for name, r in rewards.i
 
 # %%
 lo, hi = POLICIES["medium"]
-groups = study.sample_groups(
+groups = comparisons.sample_groups(
     tasks, golds, GROUP_SIZE, seed=SEED, execute=execute, rollouts=ROLLOUTS, min_edits=lo, max_edits=hi
 )
 calib_tasks = [t for t, g in groups for _ in g][: 4 * len(groups)]
 calib_trajs = [tr for _, g in groups for tr in g][: 4 * len(groups)]
-grader, label, server = study.judge_grader(noise=JUDGE_NOISE, local_model=LOCAL_JUDGE)
+grader, label, server = comparisons.judge_grader(noise=JUDGE_NOISE, local_model=LOCAL_JUDGE)
 try:
     report = calibration_report(calib_tasks, calib_trajs, grader)
 finally:
@@ -173,7 +174,7 @@ finally:
 print(
     f"judge: {label} | {len(calib_trajs)} trajectories | ungraded: {report['ungraded']} | requests: {dict(grader.stats)}"
 )
-study.calibration_frames(report)
+comparisons.calibration_frames(report)
 
 # %% [markdown]
 # ## Zero-variance groups: why dense rewards give GRPO something to learn from
@@ -188,14 +189,14 @@ study.calibration_frames(report)
 
 # %%
 if ROLLOUTS:
-    zv = study.zero_variance_table(groups, rewards)[["zero_variance_share"]].rename(
+    zv = comparisons.zero_variance_table(groups, rewards)[["zero_variance_share"]].rename(
         columns={"zero_variance_share": "rollouts"}
     )
 else:
-    zv, _ = study.zero_variance_by_policy(
+    zv, _ = comparisons.zero_variance_by_policy(
         tasks, golds, rewards, GROUP_SIZE, POLICIES, seed=SEED, execute=execute
     )
-ax = study.plot_zero_variance(zv)
+ax = comparisons.plot_zero_variance(zv)
 ax.figure.tight_layout()
 ax.figure.savefig(out_dir / "zero_variance.png", dpi=120)
 zv

@@ -363,8 +363,8 @@ def test_the_reward_example_runs(monkeypatch):
     from toolkit.cli import build_parser
     from toolkit.records import CallRecord
     from toolkit.rewards import base
-    from toolkit.rewards.examples import example_gold, example_tasks
     from toolkit.rewards.trl import as_trl_reward_func
+    from toolkit.study.examples import example_gold, example_tasks
     from toolkit.train.config import check_rewards, recipe_from_dict
 
     module_name, source, line = example_code("Adding a reward")

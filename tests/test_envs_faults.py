@@ -20,8 +20,8 @@ from toolkit.envs.external import ExternalServer
 from toolkit.envs.registry import tool_specs
 from toolkit.paths import REPO_ROOT
 from toolkit.rewards import as_trl_reward_func, get_reward
-from toolkit.rewards.examples import example_gold, helpdesk_task
 from toolkit.rewards.trl import environment_failed
+from toolkit.study.examples import example_gold, helpdesk_task
 
 DATA = REPO_ROOT / "tests" / "data" / "reliability"
 

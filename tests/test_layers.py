@@ -28,6 +28,7 @@ BASE |= {"endpoint"}  # the one endpoint type and chat call, for every layer's c
 # train sits above eval: a run evaluates its adapters (toolkit.eval.suites) and draws its figures; eval never
 # needs training (`eval --recipe` reads a recipe's loop settings on the cli floor)
 LAYER = {"envs": 1, "synth": 2, "rewards": 3, "agent": 4, "eval": 5, "train": 6, "cli": 7, "notebooks": 7}
+LAYER |= {"study": 5}  # study examines rewards as eval examines policies; only cli and notebooks read it
 # No circle is allowed (the last one, train/pipeline.py <-> unsloth_backend.py, went with the one pipeline).
 KNOWN_CIRCLES: set[frozenset[str]] = set()
 

@@ -10,9 +10,9 @@ import pytest
 
 from toolkit.records import CallRecord, Trajectory
 from toolkit.rewards import get_reward
-from toolkit.rewards.examples import TOOL_SCHEMAS, abstain_task, count_task, example_gold, helpdesk_task
 from toolkit.rewards.prove_kit import ProveKitReward as ProveReward
 from toolkit.rewards.toolrl import multiset_jaccard
+from toolkit.study.examples import TOOL_SCHEMAS, abstain_task, count_task, example_gold, helpdesk_task
 
 PROVE = ProveReward(tool_schemas=TOOL_SCHEMAS)
 GRAD = get_reward("graduated")

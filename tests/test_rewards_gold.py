@@ -4,7 +4,7 @@ full marks; and a perturbed trajectory re-executed for real loses them."""
 import pytest
 
 from toolkit.rewards import get_reward
-from toolkit.rewards.perturb import perturb
+from toolkit.study.perturb import perturb
 
 NAMES = ["rubric", "atlas", "prove", "graduated", "toolrl"]
 
@@ -68,7 +68,7 @@ def test_bfcl_gold_replay_gets_full_marks_including_bfcl_checker():
 def test_plain_callable_rewards_are_wrapped():
     from toolkit.records import RewardResult
     from toolkit.rewards import as_reward, as_trl_reward_func, combine
-    from toolkit.rewards.examples import example_gold, helpdesk_task
+    from toolkit.study.examples import example_gold, helpdesk_task
 
     class Const:  # another area's reward: a callable with name and range, no batch
         name, range = "const", (0.0, 2.0)

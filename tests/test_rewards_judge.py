@@ -7,12 +7,12 @@ import httpx
 import pytest
 
 from toolkit.rewards import get_reward
-from toolkit.rewards.calibration import calibration_report, cohen_kappa
-from toolkit.rewards.examples import example_gold, helpdesk_task
 from toolkit.rewards.judge import JudgeGrader, parse_verdicts
-from toolkit.rewards.perturb import perturb
 from toolkit.rewards.rubric import RubricReward
 from toolkit.rewards.standin import StandInJudge
+from toolkit.study.calibration import calibration_report
+from toolkit.study.examples import example_gold, helpdesk_task
+from toolkit.study.perturb import perturb
 
 SECRET = "sk-test-not-a-real-key-12345"
 
@@ -130,13 +130,6 @@ def test_missing_configuration_is_a_clear_error(monkeypatch):
     monkeypatch.delenv("NO_SUCH_KEY_VAR", raising=False)
     with pytest.raises(ValueError, match="NO_SUCH_KEY_VAR"):
         JudgeGrader(base_url="http://x/v1", model="m", api_key_env="NO_SUCH_KEY_VAR")
-
-
-def test_cohen_kappa_hand_computed():
-    # p_o = 3/4; p_a = 1/2, p_b = 1/4 -> p_e = 1/8 + 3/8 = 1/2 -> kappa = (3/4 - 1/2) / (1/2) = 1/2
-    assert cohen_kappa([True, True, False, False], [True, False, False, False]) == pytest.approx(0.5)
-    assert cohen_kappa([True, False], [False, True]) == pytest.approx(-1.0)
-    assert cohen_kappa([True, True], [True, True]) == 1.0
 
 
 def test_standin_server_end_to_end_and_calibration():

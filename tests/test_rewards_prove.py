@@ -11,8 +11,8 @@ import pytest
 
 from toolkit.records import CallRecord, Trajectory
 from toolkit.rewards import get_reward
-from toolkit.rewards.examples import TOOL_SCHEMAS, abstain_task, count_task, example_gold, helpdesk_task
 from toolkit.rewards.prove import WEIGHTS, ProveReward, json_equal
+from toolkit.study.examples import TOOL_SCHEMAS, abstain_task, count_task, example_gold, helpdesk_task
 from toolkit.train import config as cfg
 from toolkit.train.grpo import reward_funcs
 

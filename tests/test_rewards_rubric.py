@@ -5,8 +5,8 @@ import pytest
 from toolkit.records import CallRecord, RubricItem, Task, Trajectory
 from toolkit.rewards import get_reward
 from toolkit.rewards.atlas import aggregate
-from toolkit.rewards.examples import HELPDESK_DIFF, abstain_task, count_task, example_gold, helpdesk_task
 from toolkit.rewards.rubric import ProgrammaticGrader, check_item
+from toolkit.study.examples import HELPDESK_DIFF, abstain_task, count_task, example_gold, helpdesk_task
 
 RUBRIC, ATLAS = get_reward("rubric"), get_reward("atlas")
 

@@ -74,7 +74,7 @@ PREFIXES = ("checkpoint-", "test-seed")  # a checkpoint's or a test set's folder
 OTHER_LAYOUTS = {
     "toolkit/eval/claim.py": {"tasks", "eval", "test-seed*.jsonl"},  # a claim's root: tasks/, eval/<T>/
     "toolkit/eval/suites.py": {"tasks"},  # the kit's data folder, DATA_DIR / "tasks"
-    "toolkit/rewards/study.py": {"tasks"},  # the same data folder
+    "toolkit/study/comparisons.py": {"tasks"},  # the same data folder
     "toolkit/cli/synth.py": {"summary.json"},  # a task set's folder (mcp-rl synth --out)
     "toolkit/cli/synth_own.py": {"summary.json"},  # the same, for an own server's tasks
     "toolkit/cli/atlas.py": {"summary.json"},  # an MCP-Atlas evaluation's folder

@@ -242,8 +242,8 @@ def test_spread_on_a_component_keeps_only_groups_that_differ_in_it():
 
     from toolkit.records import read_jsonl
     from toolkit.rewards import get_reward
-    from toolkit.rewards.drift import drift_episodes
     from toolkit.rewards.trl import as_trl_reward_func
+    from toolkit.study.drift import drift_episodes
     from toolkit.train.batching import trainer_scorer
 
     eval_file = Path(__file__).resolve().parents[1] / "data" / "tasks" / "eval.jsonl"

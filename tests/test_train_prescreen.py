@@ -96,7 +96,7 @@ def test_a_screen_that_keeps_nothing_or_a_bad_pool_file_is_a_clear_error(tmp_pat
 def test_the_outcome_reward_screen_keeps_answers_that_differ_not_call_counts():
     """With the recipe's reward and ``spread_on: outcome``: a group with a right and a wrong answer is kept;
     one whose episodes differ only in a redundant call is not (the same filter as dynamic sampling)."""
-    from toolkit.rewards.drift import drift_episodes
+    from toolkit.study.drift import drift_episodes
     from toolkit.train.batching import reward_scorer
     from toolkit.train.grpo import reward_funcs
 

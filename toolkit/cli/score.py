@@ -107,7 +107,7 @@ def score_files(
         agg["ungraded"] = sum(r["ungraded"] for r in rows)
     out: dict[str, Any] = {"aggregate": agg, "trajectories": rows}
     if calibrate:
-        from toolkit.rewards.calibration import calibration_report
+        from toolkit.study.calibration import calibration_report
 
         grader = getattr(reward, "grader", None)
         if getattr(grader, "name", "") != "judge":
@@ -162,8 +162,8 @@ def run_score(args: argparse.Namespace) -> int:
 def run_rescore(args: argparse.Namespace) -> int:
     from toolkit.records import write_jsonl
     from toolkit.rewards.base import get_reward, list_rewards
-    from toolkit.rewards.drift import old_reward
-    from toolkit.rewards.rescore import markdown_summary, rescore_rollouts
+    from toolkit.study.drift import old_reward
+    from toolkit.study.rescore import markdown_summary, rescore_rollouts
 
     rewards = {}
     for name in args.reward:

@@ -5,7 +5,7 @@ without an answer), built from a real task and executed in a fresh episode of it
 that finish right and short. The table of how a reward orders them (docs/rewards.md) and the
 ordering test of the ``outcome`` reward (tests/test_rewards_outcome.py) are built from these.
 
-``python -m toolkit.rewards.drift --tasks data/tasks/eval.jsonl`` prints the table for the
+``python -m toolkit.study.drift --tasks data/tasks/eval.jsonl`` prints the table for the
 first task of every kind under the outcome reward and the cpu-demo recipe's reward.
 """
 
@@ -263,7 +263,7 @@ def first_of_each_kind(tasks: Sequence[Task], kinds: Sequence[str]) -> list[Task
 def main(argv: Sequence[str] | None = None) -> int:
     from toolkit.records import Task, read_jsonl
 
-    p = argparse.ArgumentParser(prog="python -m toolkit.rewards.drift", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m toolkit.study.drift", description=__doc__.split("\n\n")[0])
     p.add_argument("--tasks", required=True, help="tasks JSONL (e.g. data/tasks/eval.jsonl)")
     p.add_argument("--kinds", nargs="+", default=["lookup", "aggregate", "write", "chain", "abstain"])
     p.add_argument("--ids", nargs="+", help="task ids instead of the first task of each kind")

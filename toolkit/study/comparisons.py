@@ -4,7 +4,7 @@ calibration, and the share of zero-variance GRPO groups each reward leaves.
 Tasks come from ``data/tasks/`` (the shipped sample) when present, else from the kit's
 example tasks. Gold trajectories of synthesized tasks are executed in real episodes; groups of
 "policy samples" are the AGENT area's rollouts when a trajectories file is given, else perturbations of
-the gold trajectory (``toolkit.rewards.perturb``), re-executed for real when the tasks are synthesized.
+the gold trajectory (``toolkit.study.perturb``), re-executed for real when the tasks are synthesized.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any
 
 from toolkit.records import Task, Trajectory, read_jsonl
 from toolkit.rewards.base import Reward, binarize, get_reward
-from toolkit.rewards.perturb import SCENARIOS, sample_group, scenario
+from toolkit.study.perturb import SCENARIOS, sample_group, scenario
 
 PROGRAMMATIC = ("rubric", "atlas", "prove", "graduated", "toolrl")
 
@@ -34,7 +34,7 @@ def load_tasks(
     files = sorted(folder.glob("*.jsonl")) if folder.is_dir() else []
     tasks = [t for f in files for t in read_jsonl(f, Task)]
     if not tasks:
-        from toolkit.rewards.examples import example_tasks
+        from toolkit.study.examples import example_tasks
 
         return example_tasks()[:limit] if limit else example_tasks(), "examples"
     rng = random.Random(seed)
@@ -46,7 +46,7 @@ def load_tasks(
 def gold_trajectories(tasks: Sequence[Task], source: str) -> list[Trajectory]:
     """Gold trajectories: executed in episodes for synthesized tasks, hand-written for the examples."""
     if source == "examples":
-        from toolkit.rewards.examples import example_gold
+        from toolkit.study.examples import example_gold
 
         return [example_gold(t) for t in tasks]
     from toolkit.rewards.replay import replay_gold
