@@ -1,4 +1,4 @@
-"""An MCP stdio server that misbehaves in the ways `mcp-rl synth --server` must survive (fixture).
+"""An MCP stdio server that misbehaves in the ways `mcp-rl synth-own --server` must survive (fixture).
 
 ``python bad_server.py``: ``list_items`` works, ``get_item`` answers an error for every name,
 ``dump_log`` returns a 300 KB output and ``get_report`` never returns. Every start appends this
