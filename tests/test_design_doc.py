@@ -282,20 +282,24 @@ def test_adding_a_reward_touches_the_files_the_page_names():
 
 
 def test_adding_a_domain_touches_the_files_the_page_names():
-    from toolkit.envs import servers, worlds
+    from toolkit.envs import domains
     from toolkit.envs.registry import DOMAIN_SERVERS
+    from toolkit.envs.world import DOMAIN_BUILDERS
     from toolkit.synth.templates import all_drills, all_templates
 
     templates = [*all_templates().values(), *all_drills().values()]
-    builders = {b.__name__.removeprefix("add_"): b for b in worlds.DOMAIN_BUILDERS}
+    builders = {b.__name__.removeprefix("add_"): b for b in DOMAIN_BUILDERS}
+    assert list(builders) == list(domains.DOMAINS)  # every domain has a world, in the list's order
     own = {}
     for name, builder in builders.items():
         server = DOMAIN_SERVERS[name]
-        own[name] = {rel(inspect.getfile(server)), rel(servers.__file__), rel(inspect.getfile(builder))}
-        own[name] |= {rel(worlds.__file__)}
+        own[name] = {rel(inspect.getfile(server)), rel(inspect.getfile(builder))}
+        own[name] |= {module_file(f"toolkit.domains.{name}"), rel(domains.__file__)}
         own[name] |= {rel(inspect.getfile(inspect.unwrap(t.build))) for t in templates if name in t.servers}
     by_id = {b.__name__: n for n, b in builders.items()} | {DOMAIN_SERVERS[n].__name__: n for n in builders}
     files = registered_in(own, listings(set(builders), set(by_id)), by_id)
+    # the one list: no other file of toolkit/ lists the domains
+    assert set(listings(set(builders), set(by_id))) == {"toolkit/envs/domains.py"}
     check_example("Adding a domain (server + world + templates)", files, {n: {"domain": n} for n in builders})
 
 

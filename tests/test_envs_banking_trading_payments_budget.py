@@ -57,14 +57,14 @@ def test_world_is_deterministic_cross_referenced_and_leaves_the_core_alone():
     for e in w["budget_expenses"].values():
         assert w["staff"][e["staff_id"]]["team"] == e["team"]
     # Each domain builder has its own random stream: the core collections are as they were.
-    from toolkit.envs import worlds
+    from toolkit.envs import world
 
-    saved = list(worlds.DOMAIN_BUILDERS)
+    saved = list(world.DOMAIN_BUILDERS)
     try:
-        worlds.DOMAIN_BUILDERS[:] = []
+        world.DOMAIN_BUILDERS[:] = []
         core = generate_world(SEED)
     finally:
-        worlds.DOMAIN_BUILDERS[:] = saved
+        world.DOMAIN_BUILDERS[:] = saved
     assert all(w[c] == core[c] for c in core)
 
 

@@ -15,8 +15,8 @@ import pytest
 from mcp import Client
 from mcp.server.mcpserver.exceptions import ToolError
 
+from toolkit.domains.banking.server import Banking
 from toolkit.envs import open_episode
-from toolkit.envs.servers.banking import Banking
 from toolkit.envs.servers.base import DomainServer, invalid, tool
 from toolkit.envs.state import WorldState, base_world
 from toolkit.envs.world import diff_states

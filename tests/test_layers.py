@@ -39,7 +39,13 @@ def module_name(path) -> str:
 
 
 def layer(module: str) -> int:
-    top = module.split(".")[1] if "." in module else ""
+    parts = module.split(".")
+    top = parts[1] if len(parts) > 1 else ""
+    if top == "domains":
+        # A domain package (toolkit/domains/<d>/) spans two floors: its server and world are the envs
+        # floor, its templates the synth floor. toolkit.domains itself (the list of names) and each
+        # package's docstring import nothing, so they sit on the envs floor, where the servers load them.
+        return LAYER["synth"] if parts[-1] == "templates" else LAYER["envs"]
     return 0 if top in BASE or not top else LAYER[top]
 
 
@@ -98,6 +104,12 @@ def test_the_check_sees_real_imports():
     assert "toolkit.models" in graph["toolkit.agent.policies"]  # a lazy import inside a function
     assert "toolkit.rewards.grading" in graph["toolkit.rewards.judge"]
     assert layer("toolkit.train.pipeline") > layer("toolkit.agent.loop") > layer("toolkit.envs.registry")
+    # a domain's templates stand on the synth floor, its server and world on the envs floor
+    assert "toolkit.synth.templates" in graph["toolkit.domains.maps.templates"]
+    assert layer("toolkit.domains.maps.templates") == layer("toolkit.synth.generate")
+    assert (
+        layer("toolkit.domains.maps.server") == layer("toolkit.domains.maps.world") == layer("toolkit.envs")
+    )
 
 
 def subcommand_handlers(parser=None, path=()) -> list[tuple[str, str]]:

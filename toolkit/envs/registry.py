@@ -6,12 +6,14 @@
 
 from __future__ import annotations
 
+import importlib
 from functools import cache
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from toolkit.aio import run_sync
-from toolkit.envs.servers import SERVER_CLASSES
+from toolkit.envs.domains import DOMAINS
+from toolkit.envs.servers import CORE_SERVER_CLASSES
 from toolkit.envs.servers.base import DomainServer
 from toolkit.envs.state import WorldState
 from toolkit.toolbox import ToolSpec
@@ -21,6 +23,21 @@ if TYPE_CHECKING:
 
     from toolkit.records import Task
 
+
+def domain_server(domain: str) -> type[DomainServer]:
+    """The DomainServer class named ``domain`` that ``toolkit/domains/<domain>/server.py`` defines."""
+    module = importlib.import_module(f"toolkit.domains.{domain}.server")  # a registry loading its members
+    (cls,) = [
+        c
+        for c in vars(module).values()
+        if isinstance(c, type) and issubclass(c, DomainServer) and c.__module__ == module.__name__
+        if c.name == domain
+    ]
+    return cls
+
+
+# The core servers first, then the domains' in DOMAINS order (toolkit/envs/domains.py).
+SERVER_CLASSES: list[type[DomainServer]] = [*CORE_SERVER_CLASSES, *map(domain_server, DOMAINS)]
 DOMAIN_SERVERS: dict[str, type[DomainServer]] = {cls.name: cls for cls in SERVER_CLASSES}
 
 

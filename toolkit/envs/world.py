@@ -13,15 +13,23 @@ from a fixed ``TODAY`` so a world never depends on the clock.
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 import random
 from datetime import datetime, timedelta
 from typing import Any
 
 from toolkit.envs.clock import NOW, NOW_ISO, TODAY, World, iso, slug
-from toolkit.envs.worlds import DOMAIN_BUILDERS
+from toolkit.envs.domains import DOMAINS
 
 __all__ = ["NOW", "NOW_ISO", "TODAY", "World", "diff_states", "generate_world", "world_hash"]
+
+# Each domain's world builder, add_<domain>(w, rng) in toolkit/domains/<domain>/world.py, in DOMAINS order
+# (loaded by name, as a registry loads its members). Each reads the core world and writes only collections
+# of its own, prefixed by its domain.
+DOMAIN_BUILDERS = [
+    getattr(importlib.import_module(f"toolkit.domains.{d}.world"), f"add_{d}") for d in DOMAINS
+]
 
 FIRST = [
     "Alice", "Bruno", "Chen", "Dana", "Elif", "Farah", "Gustav", "Hana", "Ivan", "Jamal", "Keiko", "Luis",

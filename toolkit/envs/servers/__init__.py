@@ -1,7 +1,8 @@
-"""The kit's domain MCP servers, one module each (see ``toolkit.envs.registry``)."""
+"""The core MCP servers over the core world, one module each, and what every server uses (``base``,
+``dates``). The other servers live with their domains in ``toolkit/domains/``; ``toolkit.envs.registry``
+lists them all.
+"""
 
-from toolkit.envs.servers.banking import Banking
-from toolkit.envs.servers.budget import Budget
 from toolkit.envs.servers.calculator import Calculator
 from toolkit.envs.servers.calendar import Calendar
 from toolkit.envs.servers.chat import Chat
@@ -10,23 +11,13 @@ from toolkit.envs.servers.directory import Directory
 from toolkit.envs.servers.email import Email
 from toolkit.envs.servers.filesystem import Filesystem
 from toolkit.envs.servers.finance import Finance
-from toolkit.envs.servers.food_delivery import FoodDelivery
 from toolkit.envs.servers.helpdesk import Helpdesk
-from toolkit.envs.servers.iot_devices import IotDevices
-from toolkit.envs.servers.issue_tracker import IssueTracker
-from toolkit.envs.servers.maps import Maps
-from toolkit.envs.servers.marketplace import Marketplace
-from toolkit.envs.servers.payments import Payments
-from toolkit.envs.servers.retail_chain import RetailChain
 from toolkit.envs.servers.shop import Shop
-from toolkit.envs.servers.social_media import SocialMedia
-from toolkit.envs.servers.trading import Trading
-from toolkit.envs.servers.travel_booking import TravelBooking
-from toolkit.envs.servers.vehicle import Vehicle
-from toolkit.envs.servers.video_meeting import VideoMeeting
 from toolkit.envs.servers.weather import Weather
 
-SERVER_CLASSES = [
+# The core servers, in order (the first 11 servers everywhere: CORE_SERVERS in toolkit/synth/config.py
+# names them); the domain servers follow them in toolkit.envs.registry.
+CORE_SERVER_CLASSES = [
     Helpdesk,
     Crm,
     Directory,
@@ -38,18 +29,4 @@ SERVER_CLASSES = [
     Weather,
     Chat,
     Calculator,
-    SocialMedia,
-    IotDevices,
-    Vehicle,
-    IssueTracker,
-    VideoMeeting,
-    Banking,
-    Trading,
-    Payments,
-    Budget,
-    Marketplace,
-    RetailChain,
-    FoodDelivery,
-    TravelBooking,
-    Maps,
 ]

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from toolkit.domains.banking.templates import find_contact, only_match
 from toolkit.envs.clock import TODAY
 from toolkit.synth.base import Answer, Draft, Step
 from toolkit.synth.templates import Ctx, Skip, template
-from toolkit.synth.templates.banking import find_contact, only_match
 from toolkit.synth.templates.common import ALL, fmt_num, items, unique_by
 
 

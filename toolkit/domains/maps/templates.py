@@ -3,7 +3,7 @@ traffic incident, and the walk from a company HQ to the nearest place of a kind.
 
 from __future__ import annotations
 
-from toolkit.envs.servers.maps import ROAD_FACTOR, SPEED_KPH, km_between
+from toolkit.domains.maps.server import ROAD_FACTOR, SPEED_KPH, km_between
 from toolkit.synth.base import Answer, Draft, Step
 from toolkit.synth.templates import Ctx, Skip, template
 from toolkit.synth.templates.common import field_of, items
