@@ -3,8 +3,9 @@
 A template is a plain function ``build(ctx) -> Draft`` registered with ``@template(...)``. It reads the
 world (``ctx.world``), samples with ``ctx.rng`` only (so the same seed gives the same tasks), words the
 prompt with ``ctx.say`` (which picks one of several phrasings, held-out ones for the eval split), and
-raises ``Skip`` when the world has nothing suitable. Domain modules in this package add templates;
-importing the package imports them all.
+raises ``Skip`` when the world has nothing suitable. The modules of this package (the core servers',
+the cross-domain mixes) and each domain's ``toolkit/domains/<domain>/templates.py`` add templates;
+``all_templates()`` imports them all (``domains.py``).
 """
 
 from __future__ import annotations
