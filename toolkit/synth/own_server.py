@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from toolkit.checks.leaks import chain_leak
+from toolkit.envs.execute import execute_call
 from toolkit.envs.recipe import OWN_KEY, ServerRecipe, scratch_servers
 from toolkit.records import GoldCall, Task
 from toolkit.synth.base import Draft
@@ -35,6 +36,7 @@ from toolkit.synth.own_teacher import phrase, propose_calls
 from toolkit.synth.own_writes import write_drafts
 from toolkit.synth.replay import state_check_passes, values_match
 from toolkit.synth.rubric import build_rubric
+from toolkit.toolbox import ToolResult
 
 SHARES = {"lookup": 0.35, "aggregate": 0.25, "chain": 0.25, "write": 0.10, "abstain": 0.05}
 OVERSAMPLE = 1.4  # candidates per wanted task: replay drops some
@@ -104,6 +106,18 @@ def to_task(draft: Draft, recipe: ServerRecipe, exp: Exploration, index: int) ->
     )
 
 
+async def _replay_gold(task: Task, box: Any, timeout: float) -> list[ToolResult] | None:
+    """The task's gold calls through the agent loop's executor (its timeout and error kinds, as every
+    gold replay runs); None when a call fails, crashes or times out."""
+    results = []
+    for i, call in enumerate(task.gold):
+        done = await execute_call(box, call.name, call.arguments, tools=None, timeout_s=timeout, step=i)
+        if done.result is None or not done.ok:
+            return None
+        results.append(done.result)
+    return results
+
+
 async def _replay_reads(tasks: Sequence[Task], recipe: ServerRecipe, timeout: float) -> dict[str, str]:
     """Task id -> why it failed, over two replays on two fresh servers."""
     failed: dict[str, str] = {}
@@ -112,9 +126,8 @@ async def _replay_reads(tasks: Sequence[Task], recipe: ServerRecipe, timeout: fl
             for task in tasks:
                 if task.id in failed:
                     continue
-                results = [await box.call_tool(g.name, dict(g.arguments)) for g in task.gold]
-                bad = next((r for r in results if not r.ok), None)
-                if bad is not None:
+                results = await _replay_gold(task, box, timeout)
+                if results is None:
                     failed[task.id] = "a call failed on replay"
                     continue
                 leak = chain_leak(task, [r.text for r in results])
@@ -154,12 +167,12 @@ async def _replay_writes(tasks: Sequence[Task], timeout: float) -> dict[str, str
         for _ in range(2):
             try:
                 async with open_episode(task, timeout=timeout) as box:
-                    results = [await box.call_tool(g.name, dict(g.arguments)) for g in task.gold]
+                    results = await _replay_gold(task, box, timeout)
                     diff = box.state_diff()
             except Exception as exc:  # noqa: BLE001 (a failing server drops the task, not the run)
                 failed[task.id] = f"the server failed on replay ({type(exc).__name__})"
                 break
-            if not all(r.ok for r in results):
+            if results is None:
                 failed[task.id] = "a call failed on replay"
                 break
             checks = [i.check for i in task.rubric if i.check.get("type") == "state"]
