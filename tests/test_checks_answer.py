@@ -172,7 +172,8 @@ def test_gold_passes_every_answer_task(table):
 
 
 def test_pass_at_t_needs_the_answer():
-    from toolkit.eval.metrics import TaskResult, metric_components
+    from toolkit.eval.metrics import metric_components
+    from toolkit.records import TaskResult
 
     item = {"id": "r3", "essential": True, "check": "answer", "verdict": "fail", "passed": False}
     wrong = TaskResult("t", "kit-eval", "chain", score=0.83, rubric=[item])

@@ -9,8 +9,7 @@ import numpy as np
 import pytest
 
 from toolkit.eval.claim import compute_claim, main, seed_mean_difference, template_group
-from toolkit.eval.metrics import TaskResult
-from toolkit.records import SampleRow, Task
+from toolkit.records import SampleRow, Task, TaskResult
 
 
 def task(tid: str, held_out_template: bool) -> Task:

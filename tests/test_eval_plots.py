@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 
 from toolkit.eval import plots
-from toolkit.eval.metrics import TaskResult, aggregate
+from toolkit.eval.metrics import aggregate
 from toolkit.paths import DATA_DIR, REPO_ROOT
+from toolkit.records import TaskResult
 
 
 def write_run(
@@ -185,7 +186,7 @@ def test_report_tables(tmp_path):
 
 def test_bfcl_overall_over_several_suites(tmp_path):
     from toolkit.eval import report
-    from toolkit.eval.metrics import TaskResult
+    from toolkit.records import TaskResult
 
     dirs = []
     for suite, cat, verdicts in (

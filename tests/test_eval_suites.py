@@ -8,7 +8,6 @@ import json
 import pytest
 
 from toolkit.eval import suites
-from toolkit.eval.metrics import read_task_results
 from toolkit.records import (
     STOP_REASONS,
     CallRecord,
@@ -18,6 +17,7 @@ from toolkit.records import (
     Task,
     Trajectory,
     read_jsonl,
+    read_task_results,
 )
 
 
@@ -317,8 +317,7 @@ def test_compare_cli_fills_in_gold_call_counts_of_older_results(tmp_path, capsys
     """`mcp-rl compare BEFORE AFTER --tasks` on results written before they recorded the gold call count:
     the count comes from the tasks file, so the over/under split appears; a wrong tasks file is named."""
     from toolkit.cli import main
-    from toolkit.eval.metrics import TaskResult
-    from toolkit.records import write_jsonl
+    from toolkit.records import TaskResult, write_jsonl
 
     tasks = make_tasks(4)
     for t in tasks:

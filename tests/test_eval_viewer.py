@@ -10,9 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from toolkit.eval.metrics import TaskResult
 from toolkit.eval.viewer import ViewerRun, render_html, write_viewer
-from toolkit.records import CallRecord, Trajectory
+from toolkit.records import CallRecord, TaskResult, Trajectory
 
 HOSTILE = '<script>document.title="pwned"</script><img src=x onerror="document.title=\'pwned\'">'
 

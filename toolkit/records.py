@@ -290,10 +290,38 @@ class SampleRow(_Row):
 
 
 @dataclass
+class TaskResult(_Row):
+    """One evaluated episode of ``mcp-rl eval`` (its ``results.jsonl``): what the metrics, plots and viewer
+    need, nothing model-specific.
+
+    ``score`` is the suite's primary per-task score in [0, 1]: the rubric reward (fraction of essential
+    rubric items passed) on kit-eval, the BFCL checker's 0/1 on BFCL suites. ``rubric`` holds the item
+    verdicts as ``{"id", "text", "category", "essential", "passed"}`` dicts.
+    """
+
+    task_id: str
+    suite: str
+    category: str  # task kind on kit-eval, BFCL test category on BFCL suites
+    score: float
+    correct: bool | None = None  # BFCL: the official checker passed
+    atlas_score: float | None = None  # MCP-Atlas claim score (fulfilled 1 / partial 0.5 / not 0), mean
+    rubric: list[dict[str, Any]] = field(default_factory=list)
+    n_calls: int = 0
+    n_failed_calls: int = 0
+    stop_reason: str = "no_tool_call"
+    tool_counts: dict[str, int] = field(default_factory=dict)
+    error: str | None = None  # the episode or its scoring failed; the task counts as score 0
+    details: dict[str, Any] = field(default_factory=dict)
+    first_call_well_formed: bool | None = None  # see first_call_well_formed(); None in older results
+    # calls the task's gold trajectory makes (kit-eval); None on BFCL suites and in older results
+    n_gold_calls: int | None = None
+
+
+@dataclass
 class AtlasResultRow(_Row):
     """One graded task of ``mcp-rl atlas run`` (its ``results.jsonl``): the MCP-Atlas coverage, whether
     it passes (coverage >= 0.75), how the episode ended, its calls, and the judge's verdict per claim.
-    (``mcp-rl eval``'s rows are ``toolkit.eval.metrics.TaskResult``.)"""
+    (``mcp-rl eval``'s rows are ``TaskResult``.)"""
 
     task: str
     coverage: float
@@ -350,6 +378,11 @@ def read_jsonl(path: str | Path, kind: type, *, torn_tail: bool = False) -> list
     """Read a JSONL file of records (any class with ``from_dict``: Task, Trajectory, the rows above, eval
     results); a bad line raises RecordError naming file and line (``torn_tail``: as ``iter_json_objects``)."""
     return list(iter_jsonl(path, kind, torn_tail=torn_tail))
+
+
+def read_task_results(path: str | Path) -> list[TaskResult]:
+    """Read a per-task results JSONL file; a bad line raises RecordError naming file and line."""
+    return read_jsonl(path, TaskResult)
 
 
 def iter_jsonl(path: str | Path, kind: type, *, torn_tail: bool = False) -> Iterator[Any]:

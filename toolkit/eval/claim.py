@@ -34,8 +34,8 @@ from typing import Any
 
 import numpy as np
 
-from toolkit.eval.metrics import CONFIDENCE, N_BOOT, TaskResult, read_task_results, task_passed
-from toolkit.records import SampleRow, Task, dumps, read_jsonl
+from toolkit.eval.metrics import CONFIDENCE, N_BOOT, task_passed
+from toolkit.records import SampleRow, Task, TaskResult, dumps, read_jsonl, read_task_results
 
 GROUPS = ("in_template", "held_out_templates", "all")
 GUARDS = ("finish_rate", "calls_per_task", "first_call_well_formed")

@@ -23,58 +23,20 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from toolkit.envs.execute import error_kind
-from toolkit.records import RUBRIC_CATEGORIES, RecordError, Trajectory, read_jsonl
+from toolkit.records import RUBRIC_CATEGORIES, RecordError, TaskResult, Trajectory, read_task_results
 
 MALFORMED_CALL_ERRORS = ("bad_json", "unknown_tool")  # the loop's error kinds for a call that is not one
 
 PASS_THRESHOLDS = (0.50, 0.75)  # the two thresholds MCP Atlas reports
 N_BOOT = 2000
 CONFIDENCE = 0.95
-
-
-@dataclass
-class TaskResult:
-    """One evaluated episode: what the metrics, plots and viewer need, nothing model-specific.
-
-    ``score`` is the suite's primary per-task score in [0, 1]: the rubric reward (fraction of essential
-    rubric items passed) on kit-eval, the BFCL checker's 0/1 on BFCL suites. ``rubric`` holds the item
-    verdicts as ``{"id", "text", "category", "essential", "passed"}`` dicts.
-    """
-
-    task_id: str
-    suite: str
-    category: str  # task kind on kit-eval, BFCL test category on BFCL suites
-    score: float
-    correct: bool | None = None  # BFCL: the official checker passed
-    atlas_score: float | None = None  # MCP-Atlas claim score (fulfilled 1 / partial 0.5 / not 0), mean
-    rubric: list[dict[str, Any]] = field(default_factory=list)
-    n_calls: int = 0
-    n_failed_calls: int = 0
-    stop_reason: str = "no_tool_call"
-    tool_counts: dict[str, int] = field(default_factory=dict)
-    error: str | None = None  # the episode or its scoring failed; the task counts as score 0
-    details: dict[str, Any] = field(default_factory=dict)
-    first_call_well_formed: bool | None = None  # see first_call_well_formed(); None in older results
-    # calls the task's gold trajectory makes (kit-eval); None on BFCL suites and in older results
-    n_gold_calls: int | None = None
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> TaskResult:
-        names = {f.name for f in fields(cls)}
-        unknown = set(d) - names
-        if unknown:
-            raise RecordError(f"unknown field(s) for TaskResult: {sorted(unknown)}")
-        return cls(**d)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def first_call_well_formed(traj: Trajectory) -> bool:
@@ -90,11 +52,6 @@ def first_call_well_formed(traj: Trajectory) -> bool:
         return False
     # a turn cut at max_new_tokens ends the episode before its calls run (stop reason length)
     return not (traj.stop_reason == "length" and len(assistant) == 1 and not first)
-
-
-def read_task_results(path: str | Path) -> list[TaskResult]:
-    """Read a per-task results JSONL file; a bad line raises RecordError naming file and line."""
-    return read_jsonl(path, TaskResult)
 
 
 def with_gold_calls(

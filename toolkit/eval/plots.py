@@ -16,9 +16,9 @@ from typing import Any
 import matplotlib.pyplot as plt
 import numpy as np
 
-from toolkit.eval.metrics import TaskResult, paired_bootstrap, read_task_results
+from toolkit.eval.metrics import paired_bootstrap
 from toolkit.paths import DATA_DIR
-from toolkit.records import MetricsRow, read_jsonl
+from toolkit.records import MetricsRow, TaskResult, read_jsonl, read_task_results
 
 REFERENCE_FILE = DATA_DIR / "reference_results.json"
 # Metrics shown in the before/after panel, per kind of suite, in reading order.

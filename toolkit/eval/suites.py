@@ -24,10 +24,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from toolkit.eval.metrics import TaskResult, aggregate, first_call_well_formed, task_passed
+from toolkit.eval.metrics import aggregate, first_call_well_formed, task_passed
 from toolkit.eval.watch import Progress, check_endpoint
 from toolkit.paths import DATA_DIR
-from toolkit.records import FINISH_TOOL, RewardResult, Task, Trajectory, dumps, read_jsonl, write_jsonl
+from toolkit.records import (
+    FINISH_TOOL,
+    RewardResult,
+    Task,
+    TaskResult,
+    Trajectory,
+    dumps,
+    read_jsonl,
+    write_jsonl,
+)
 
 KIT_EVAL_TASKS = DATA_DIR / "tasks" / "eval.jsonl"
 # Versions recorded with every run, so a number can be traced to the code that produced it.

@@ -20,8 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from toolkit.eval.metrics import TaskResult, read_task_results
-from toolkit.records import FINISH_TOOL, Trajectory, read_jsonl
+from toolkit.records import FINISH_TOOL, TaskResult, Trajectory, read_jsonl, read_task_results
 
 MAX_TEXT = 4000  # characters of one message shown; longer text is cut with a visible marker
 
