@@ -380,6 +380,15 @@ def regraded_dev() -> dict[str, str]:
     return {"before": rate(new["before"]), "diff": signed(new["diff"])}
 
 
+def regraded_tests() -> dict[str, str]:
+    sets = shipped_record()["grading"]["regrade_issue48"]["test_sets"]
+    diffs = [s["new_grading"]["diff"] for s in sets.values()]
+    return {
+        "mean": signed(sum(diffs) / len(diffs)),
+        "n": ["one", "two", "three", "four", "five"][len(diffs) - 1],
+    }
+
+
 def kit_target() -> dict[str, str]:
     [target] = re.findall(r'greedy\.get\("diff", -1\) >= (\d\.\d+)', inspect.getsource(kit_claim.criteria))
     return {"target": f"+{target}"}
@@ -458,6 +467,11 @@ CLAIMS = [
         "README",
         r"(?P<before>0\.\d{3}) on the dev set re-graded\).*\(dev set re-graded: (?P<diff>[+-]0\.\d{3})\)",
         regraded_dev,
+    ),
+    Claim(
+        "README",
+        r"by (?P<mean>[+-]0\.\d{3}) on average over the run's (?P<n>\w+) test sets re-graded",
+        regraded_tests,
     ),
     Claim("README", r"not yet by the (?P<target>\+0\.\d+) the kit aims for", kit_target),
 ]
