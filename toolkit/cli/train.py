@@ -117,8 +117,6 @@ def list_shipped_recipes(args: argparse.Namespace) -> int:
 def parse_overrides(args: argparse.Namespace) -> tuple[dict, list[str]]:
     """CLI flags and --set KEY=VALUE pairs as dotted recipe overrides (values parsed as YAML), and the
     keys --set explicitly to null (``--set sft=null``: no warm start)."""
-    from toolkit.train.config import load_yaml
-
     overrides = {
         "model": args.model,
         "grpo.max_steps": args.max_steps,
@@ -126,8 +124,16 @@ def parse_overrides(args: argparse.Namespace) -> tuple[dict, list[str]]:
         "tasks": args.tasks,
         "eval_tasks": args.eval_tasks,
     }
-    unset = []
-    for item in args.set:
+    given, unset = parse_set_items(args.set)
+    return {**overrides, **given}, unset
+
+
+def parse_set_items(items: list[str]) -> tuple[dict, list[str]]:
+    """``KEY=VALUE`` items as dotted recipe overrides (values parsed as YAML), and the keys set to null."""
+    from toolkit.train.config import load_yaml
+
+    overrides, unset = {}, []
+    for item in items:
         key, sep, value = item.partition("=")
         if not sep:
             raise ValueError(f"--set expects KEY=VALUE, got {item!r}")
