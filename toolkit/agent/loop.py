@@ -9,6 +9,13 @@ explicit ``finish``; the episode ends after the last user turn, at the iteration
 context budget, or at once (stop_reason "error", the reason in ``metadata["error"]``) when the
 toolbox reports an ``environment_error`` (e.g. an external MCP server died).
 
+Guidance (``run_episodes(guide_calls=...)``, GRPO's retry of groups where every episode failed): the
+first k gold calls of the first user turn are made *for* the model, one a generation, rendered and
+tokenized as ``GoldPolicy`` renders them and run through the same executor; their tokens are context
+(mask 0, not the policy's samples), they use k of the turn's ``max_turns`` generations, and the model
+generates from there. Only an explicit argument guides an episode, never the task: an evaluation
+cannot be steered by a task file.
+
 Episodes run concurrently as asyncio tasks. Generation is batched across them: each episode posts a
 request and waits; when every live episode is waiting, the policy is called once for all of them.
 
@@ -19,6 +26,7 @@ logprobs), and only what the template adds between turns is tokenized (mask 0). 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import sys
 import time
@@ -31,11 +39,11 @@ from typing import Any
 from toolkit.agent.chat import ChatFormat, clean_text
 from toolkit.agent.output_cut import check_tool_output_cut, cut_tool_output
 from toolkit.agent.parsing import ParsedCall, normalize_call, parse_turn
-from toolkit.agent.policies import Generation, GenerationRequest, Policy
+from toolkit.agent.policies import Generation, GenerationRequest, GoldPolicy, Policy
 from toolkit.agent.tool_text import check_tool_format, listing, tools_block
 from toolkit.aio import run_sync
 from toolkit.envs.execute import ERROR_KINDS, TOOL_TIMEOUT_S, error_kind, execute_call, task_tools
-from toolkit.records import FINISH_TOOL, CallRecord, Task, Trajectory
+from toolkit.records import FINISH_TOOL, CallRecord, GoldCall, Task, Trajectory
 from toolkit.toolbox import Toolbox, ToolSpec
 
 EpisodeOpener = Callable[[Task], AbstractAsyncContextManager[Toolbox]]
@@ -55,6 +63,8 @@ NEW_TOOLS_MESSAGE = (
 )
 # Trajectory.metadata key: model tokens whose policy returned no sampling logprob (None / NaN / too few)
 MISSING_LOGPROBS = "missing_logprobs"
+# Trajectory.metadata key: gold calls made for the model before it generated (guidance); absent when none
+GUIDED_CALLS = "guided_calls"
 
 
 @dataclass
@@ -272,7 +282,15 @@ class _Stop(Exception):
 
 class _Episode:
     def __init__(
-        self, key: int, task: Task, sample: int, policy: Policy, config: RolloutConfig, fmt: ChatFormat | None
+        self,
+        key: int,
+        task: Task,
+        sample: int,
+        policy: Policy,
+        config: RolloutConfig,
+        fmt: ChatFormat | None,
+        guide: int = 0,
+        guide_policy: GoldPolicy | None = None,
     ):
         self.key = key
         self.task = task
@@ -289,6 +307,10 @@ class _Episode:
         self.traj = Trajectory(
             task_id=task.id, messages=[], metadata={"policy": policy.name, "sample": sample}
         )
+        # guidance: the first turn's first gold calls, one a generation, leaving the model one generation
+        guided = guide_gold(task)[: min(guide, config.max_turns - 1)] if guide > 0 else []
+        self.guide_task = dataclasses.replace(task, gold=guided) if guided else None
+        self.guide_policy = guide_policy
 
     # ---- token bookkeeping ------------------------------------------------------------------------
 
@@ -382,15 +404,19 @@ class _Episode:
                 pending.append({"role": "user", "content": followup})
                 self._add_env(pending, continuing=True)
                 pending = []
-            reason, pending = await self._user_turn(batcher, last_turn=turn == n_turns - 1)
+            guided = len(self.guide_task.gold) if self.guide_task is not None and turn == 0 else 0
+            reason, pending = await self._user_turn(batcher, last_turn=turn == n_turns - 1, guided=guided)
             self.traj.stop_reason = reason  # type: ignore[assignment]
             if reason in ("max_turns", "length"):
                 break
         if pending:
             self._add_env(pending, continuing=False)
 
-    async def _user_turn(self, batcher: _Batcher, *, last_turn: bool) -> tuple[str, list[dict[str, Any]]]:
-        """Generate and call tools until the user turn ends; returns (stop reason, unsent messages)."""
+    async def _user_turn(
+        self, batcher: _Batcher, *, last_turn: bool, guided: int = 0
+    ) -> tuple[str, list[dict[str, Any]]]:
+        """Generate and call tools until the user turn ends; returns (stop reason, unsent messages). The
+        first ``guided`` generations are gold calls made for the model (guidance), then the model's."""
         config = self.config
         for step_in_turn in range(config.max_turns):
             self._check_environment([])
@@ -411,12 +437,17 @@ class _Episode:
                 stop_token_ids=[self.fmt.eos_token_id] if self.fmt is not None else [],
                 steps_left=config.max_turns - step_in_turn,
             )
-            generation = await batcher.generate(request)
-            if generation.error is not None:  # the backend could not answer (a served endpoint died)
-                self.traj.metadata["error"] = generation.error
-                self.traj.metadata["error_source"] = "policy"
-                raise _Stop("error")
-            raw, truncated = self._take_generation(generation)
+            generation = await self._guided_generation(request) if step_in_turn < guided else None
+            if generation is not None:
+                raw, truncated = self._take_guided(generation), False
+            else:
+                guided = 0  # the model's turn: guidance is over (or did not fit)
+                generation = await batcher.generate(request)
+                if generation.error is not None:  # the backend could not answer (a served endpoint died)
+                    self.traj.metadata["error"] = generation.error
+                    self.traj.metadata["error_source"] = "policy"
+                    raise _Stop("error")
+                raw, truncated = self._take_generation(generation)
             if generation.tool_calls is not None:
                 content = generation.text.strip()
                 calls = [c for item in generation.tool_calls for c in normalize_call(item)]
@@ -477,6 +508,28 @@ class _Episode:
         ended = bool(ids) and ids[-1] == self.fmt.eos_token_id and generation.finish_reason != "length"
         self._append_ids(ids, 1, logprobs)
         return self.fmt.decode(ids[:-1] if ended else ids), not ended
+
+    async def _guided_generation(self, request: GenerationRequest) -> Generation | None:
+        """The next gold call, made for the model: ``GoldPolicy``'s turn (one call, its text and ids) on
+        the task cut to the guided calls; None when it would not fit in the context budget (the model
+        goes on from there)."""
+        assert self.guide_task is not None and self.guide_policy is not None
+        (generation,) = await self.guide_policy.generate([dataclasses.replace(request, task=self.guide_task)])
+        room = self.config.max_context_tokens - self.n_tokens
+        if self.fmt is not None and generation.token_ids is not None and len(generation.token_ids) > room:
+            return None
+        return generation
+
+    def _take_guided(self, generation: Generation) -> str:
+        """Record a guided turn: context for the model (mask 0), not its sample, so no logprob is
+        missing; returns its raw text."""
+        meta = self.traj.metadata
+        meta[GUIDED_CALLS] = meta.get(GUIDED_CALLS, 0) + 1
+        if self.fmt is None or generation.token_ids is None:
+            return generation.text
+        ids = list(generation.token_ids)  # the text, then the stop token
+        self._append_ids(ids, 0)
+        return self.fmt.decode(ids[:-1])
 
     def _end_turn(self, answer: str) -> None:
         self.traj.turn_answers.append(answer)
@@ -553,6 +606,16 @@ class _Episode:
             fmt.encode if fmt is not None else None,
             fmt.decode if fmt is not None else None,
         )
+
+
+def guide_gold(task: Task) -> list[GoldCall]:
+    """The gold calls guidance can make for the model: the first user turn's, in order."""
+    return [g for g in task.gold if g.turn == 0]
+
+
+def guided_calls(traj: Trajectory) -> int:
+    """How many gold calls were made for the model in this episode (0: the model made every call)."""
+    return int(traj.metadata.get(GUIDED_CALLS, 0))
 
 
 def _later_tools(task: Task) -> dict[int, list[str]]:
@@ -638,6 +701,7 @@ async def run_episodes(
     open_episode: EpisodeOpener | None = None,
     on_done: Callable[[Trajectory], None] | None = None,
     stats: RolloutStats | None = None,
+    guide_calls: Sequence[int] | None = None,
 ) -> list[Trajectory]:
     """Roll out ``n`` samples of every task; returns trajectories ordered task by task (the n samples
     of a task are consecutive, as GRPO groups expect).
@@ -651,8 +715,14 @@ async def run_episodes(
             ``toolkit.envs.open_episode``.
         on_done: called with each trajectory as it finishes (progress bars).
         stats: filled with timings and token counts when given.
+        guide_calls: one count per task (``tasks``' order), or None: how many of the task's first-turn
+            gold calls (``guide_gold``) are made for the model before it generates, at most all of them
+            and leaving it one generation of ``max_turns`` (see the module docstring; 0: none). The
+            episode's ``metadata["guided_calls"]`` says how many were made.
     """
     config = config or RolloutConfig()
+    guides = _guide_counts(tasks, guide_calls)
+    guide_policy = GoldPolicy(policy.tokenizer, one_call_per_turn=True) if any(guides) else None
     opener = open_episode or _default_opener()
     stats = stats if stats is not None else RolloutStats()
     if config.seed is not None and "torch" in sys.modules:
@@ -660,16 +730,16 @@ async def run_episodes(
     fmt = ChatFormat(policy.tokenizer) if policy.tokenizer is not None else None
     batcher = _Batcher(policy, config.max_batch_size, stats, config.max_padding)
     slots = asyncio.Semaphore(max(1, config.max_concurrent_episodes))
-    jobs = [(task, sample) for task in tasks for sample in range(n)]
+    jobs = [(task, sample, guide) for task, guide in zip(tasks, guides, strict=True) for sample in range(n)]
     results: list[Trajectory | None] = [None] * len(jobs)
     watchers = (*([on_done] if on_done is not None else []), *_WATCHERS.get())
     start = time.perf_counter()
 
-    async def one(key: int, task: Task, sample: int) -> None:
+    async def one(key: int, task: Task, sample: int, guide: int) -> None:
         async with slots:
             if batcher.failed is not None:  # the run is over: open no more episodes
                 return
-            episode = _Episode(key, task, sample, policy, config, fmt)
+            episode = _Episode(key, task, sample, policy, config, fmt, guide, guide_policy)
             batcher.join()
             joined = True
             try:
@@ -701,8 +771,8 @@ async def run_episodes(
 
     try:
         async with asyncio.TaskGroup() as group:
-            for key, (task, sample) in enumerate(jobs):
-                group.create_task(one(key, task, sample))
+            for key, (task, sample, guide) in enumerate(jobs):
+                group.create_task(one(key, task, sample, guide))
     except BaseExceptionGroup as group_error:
         raise group_error.exceptions[0] from None
     if batcher.failed is not None:  # every episode has closed by now
@@ -710,6 +780,17 @@ async def run_episodes(
     stats.wall_s += time.perf_counter() - start
     stats.episodes += len(jobs)
     return results  # type: ignore[return-value]
+
+
+def _guide_counts(tasks: Sequence[Task], guide_calls: Sequence[int] | None) -> list[int]:
+    if guide_calls is None:
+        return [0] * len(tasks)
+    guides = list(guide_calls)
+    if len(guides) != len(tasks):
+        raise ValueError(f"guide_calls: {len(guides)} counts for {len(tasks)} tasks (one per task)")
+    if any(not isinstance(k, int) or isinstance(k, bool) or k < 0 for k in guides):
+        raise ValueError(f"guide_calls: counts must be integers >= 0, got {guides}")
+    return guides
 
 
 class _Aborted(Exception):
@@ -746,8 +827,18 @@ def rollout(
     open_episode: EpisodeOpener | None = None,
     on_done: Callable[[Trajectory], None] | None = None,
     stats: RolloutStats | None = None,
+    guide_calls: Sequence[int] | None = None,
 ) -> list[Trajectory]:
     """Synchronous :func:`run_episodes`; works inside a running event loop (Jupyter) too."""
     return run_sync(
-        run_episodes(tasks, policy, config, n=n, open_episode=open_episode, on_done=on_done, stats=stats)
+        run_episodes(
+            tasks,
+            policy,
+            config,
+            n=n,
+            open_episode=open_episode,
+            on_done=on_done,
+            stats=stats,
+            guide_calls=guide_calls,
+        )
     )
