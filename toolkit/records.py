@@ -178,9 +178,11 @@ class _Row:
 @dataclass
 class RolloutRecord:
     """One line of a GRPO run's rollout log (``grpo/rollouts.jsonl``): a sampled episode without its
-    token ids and log-probabilities, with its step, the dynamic-sampling round it was sampled in and
-    whether its group went into the update. Read it back with ``iter_jsonl(path, RolloutRecord,
-    torn_tail=True)`` (the log is appended while the run goes on)."""
+    token ids and log-probabilities, with its step, the dynamic-sampling round it was sampled in,
+    whether its group went into the update, and ``guided_calls``: how many of its first gold calls were
+    made for the model (guidance, ``grpo_sampling.guide_share``; 0 in logs written before it). Read it
+    back with ``iter_jsonl(path, RolloutRecord, torn_tail=True)`` (the log is appended while the run
+    goes on)."""
 
     task_id: str
     stop_reason: StopReason
@@ -191,6 +193,7 @@ class RolloutRecord:
     round: int = 0
     kept: bool = True
     n_parse_errors: int = 0
+    guided_calls: int = 0
 
     @classmethod
     def from_trajectory(
@@ -206,11 +209,14 @@ class RolloutRecord:
             round=round_,
             kept=kept,
             n_parse_errors=traj.n_parse_errors,
+            guided_calls=int(traj.metadata.get("guided_calls", 0)),
         )
 
     def to_trajectory(self) -> Trajectory:
-        """The episode as the rewards see it (no token view); ``round`` and ``kept`` in its metadata."""
+        """The episode as the rewards see it (no token view); ``round``, ``kept`` and ``guided_calls``
+        (when some were made) in its metadata."""
         answer = self.final_answer or ""
+        guided = {"guided_calls": self.guided_calls} if self.guided_calls else {}
         return Trajectory(
             task_id=self.task_id,
             messages=self.messages,
@@ -219,7 +225,7 @@ class RolloutRecord:
             stop_reason=self.stop_reason,
             n_parse_errors=self.n_parse_errors,
             turn_answers=[answer] if answer else [],
-            metadata={"round": self.round, "kept": self.kept},
+            metadata={"round": self.round, "kept": self.kept, **guided},
         )
 
     @classmethod

@@ -16,6 +16,10 @@ dataset in blocks of that many tasks). The kit decides which tasks share a block
   functions of (task, trajectory), so the trainer's own reward functions score the groups here. The
   rollout hands TRL the replacement tasks with their episodes (``toolkit.train.trl_adapter.rollout_func``:
   the rows' columns, the Task itself included), so TRL scores what was sampled.
+- Guidance (``guide_share``, off by default): a slot still flat after the refill rounds where every
+  episode failed gets one more round of its own task with the first k of its first-turn gold calls made
+  for the model (``toolkit.agent.loop.run_episodes(guide_calls=...)``), k shrinking over training; the
+  guided group takes the slot when its spread is wider.
 
 ``SamplingConfig`` is the recipe's ``grpo_sampling`` section.
 """
@@ -68,6 +72,18 @@ class SamplingConfig:
         prescreen_samples: 0 (off), or sample every GRPO task this many times with the warm start before
             training and keep only those whose ``spread_on`` spread reaches ``min_spread``
             (``toolkit.train.prescreen``; kinds of weight 0 are not screened and not kept).
+        guide_share: 0 (off), or guidance for slots where every episode failed (issue 49: the warm start
+            never solved ~58% of the dev tasks, and their groups are flat): such a slot, still flat after
+            the refill rounds, gets one more group of its task in which the first
+            ``k = ceil(share * n)`` of the task's ``n`` first-turn gold calls are made for the model
+            (context, not trained on; ``toolkit.agent.loop``), and the model finishes the episode. The
+            guided group takes the slot when its spread is wider (``RefillReport.guided_kept``); a task
+            without first-turn gold calls gets no guided round. In [0, 1]; needs dynamic sampling on.
+        guide_decay_steps: 0 (a constant ``guide_share``), or the share falls linearly to 0 over this many
+            optimizer steps (``guide_share_at``): guidance is withdrawn as training goes on.
+        guide_below: a slot's episodes all failed when its best episode scores below this on
+            ``spread_on`` (or on the total reward without it). 0.5 suits ``spread_on: outcome``, whose
+            answer term is 1 for a right, grounded answer and 0 for a wrong one.
     """
 
     order: str = "shuffle"
@@ -79,6 +95,9 @@ class SamplingConfig:
     flat_groups: str = "keep"
     shared_prefix_update: bool = False
     prescreen_samples: int = 0
+    guide_share: float = 0.0
+    guide_decay_steps: int = 0
+    guide_below: float = 0.5
 
     @classmethod
     def from_recipe(cls, section: Mapping[str, Any] | None) -> SamplingConfig:
@@ -125,6 +144,7 @@ class SamplingConfig:
                 f" {config.max_refill_rounds}): it silences the groups still flat after the refill rounds,"
                 " and without them no group is ever found flat, so drop would silently act as keep"
             )
+        _check_guidance(config)
         if config.kind_weights is not None and (
             not isinstance(config.kind_weights, dict)
             or any(
@@ -139,6 +159,46 @@ class SamplingConfig:
     @property
     def dynamic(self) -> bool:
         return self.min_spread > 0 and self.max_refill_rounds > 0
+
+    def guide_share_at(self, step: int) -> float:
+        """``guide_share`` at optimizer step ``step``: constant, or falling linearly to 0 at
+        ``guide_decay_steps``."""
+        if self.guide_decay_steps <= 0:
+            return self.guide_share
+        return self.guide_share * max(0.0, 1.0 - step / self.guide_decay_steps)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and not math.isnan(value)
+
+
+def _check_guidance(config: SamplingConfig) -> None:
+    if not _is_number(config.guide_share) or not 0.0 <= config.guide_share <= 1.0:
+        raise ValueError(f"grpo_sampling.guide_share must be a number in [0, 1], got {config.guide_share!r}")
+    decay = config.guide_decay_steps
+    if not isinstance(decay, int) or isinstance(decay, bool) or decay < 0:
+        raise ValueError(f"grpo_sampling.guide_decay_steps must be an integer >= 0, got {decay!r}")
+    if not _is_number(config.guide_below):
+        raise ValueError(f"grpo_sampling.guide_below must be a number, got {config.guide_below!r}")
+    if config.guide_share > 0 and not config.dynamic:
+        raise ValueError(
+            "grpo_sampling.guide_share needs dynamic sampling (min_spread > 0 and max_refill_rounds > 0;"
+            f" got min_spread {config.min_spread}, max_refill_rounds {config.max_refill_rounds}): it guides"
+            " the slots still flat after the refill rounds"
+        )
+
+
+def guide_count(task: Task, share: float) -> int:
+    """How many of ``task``'s first-turn gold calls guidance makes at ``share``: ``ceil(share * n)``."""
+    n = sum(1 for g in task.gold if g.turn == 0)
+    return min(n, math.ceil(round(share * n, 9))) if share > 0 else 0
+
+
+def all_failed(rewards: Sequence[float], below: float) -> bool:
+    """Whether every scorable episode of a group scored below ``below`` (False when none is scorable:
+    an environment's failure is not the model's)."""
+    scored = [r for r in rewards if not math.isnan(r)]
+    return bool(scored) and max(scored) < below
 
 
 def task_kind(task: Task) -> str:
@@ -318,16 +378,29 @@ class RefillReport:
     slot_rounds: list[int] = dataclasses.field(default_factory=list)
     # every group sampled but not in the final batch: (round, its tasks, its episodes), in sampling order
     discarded: list[tuple[int, list[Task], list[Trajectory]]] = dataclasses.field(default_factory=list)
+    # guidance (SamplingConfig.guide_share): this step's share, None when guidance is off (no metrics)
+    guide_share: float | None = None
+    guided: int = 0  # still-flat, all-failed slots that got a guided group (its round: rounds + 1)
+    guided_kept: int = 0  # guided groups that took their slot
+    guided_calls: list[int] = dataclasses.field(default_factory=list)  # k of each guided group
 
     def metrics(self) -> dict[str, float]:
         n = max(1, self.groups)
-        return {
+        out = {
             "dynamic/dropped_share": self.dropped / n,
             "dynamic/refill_rounds": float(self.rounds),
             "dynamic/refilled_share": self.refilled / n,
             "dynamic/still_flat_share": self.still_flat / n,
             "dynamic/extra_episodes": float(self.extra_episodes),
         }
+        if self.guide_share is not None:  # shares of the batch's slots
+            out["dynamic/guide_share"] = self.guide_share
+            out["dynamic/guided_share"] = self.guided / n
+            out["dynamic/guided_kept_share"] = self.guided_kept / n
+            out["dynamic/guided_calls_mean"] = (
+                sum(self.guided_calls) / len(self.guided_calls) if self.guided_calls else 0.0
+            )
+        return out
 
 
 class DynamicSampling:
@@ -361,12 +434,15 @@ class DynamicSampling:
         tasks: list[Task],
         trajs: list[Trajectory],
         group_size: int,
-        run: Callable[[list[Task]], list[Trajectory]],
+        run: Callable[..., list[Trajectory]],
         score: Callable[[list[Task], list[Trajectory]], list[float]],
+        guide_share: float = 0.0,
     ) -> tuple[list[Task], list[Trajectory], RefillReport]:
         """The batch with flat groups replaced; ``tasks``/``trajs`` hold ``group_size`` consecutive
-        episodes per task (TRL's order). ``run`` samples episodes of a task list (one per entry);
-        ``score`` gives their total rewards. The report keeps the groups that lost their slot
+        episodes per task (TRL's order). ``run(tasks)`` samples episodes of a task list (one per entry),
+        ``run(tasks, guide_calls)`` with that many gold calls made for the model in each (guidance);
+        ``score`` gives their rewards. ``guide_share``: this step's ``SamplingConfig.guide_share_at``
+        (0: no guided round). The report keeps the groups that lost their slot
         (``RefillReport.discarded``): the policy sampled them, and what it did there is measured and logged
         like the rest (``toolkit.train.grpo.GRPOStep``)."""
         if group_size < 1 or len(tasks) % group_size or len(tasks) != len(trajs):
@@ -376,8 +452,11 @@ class DynamicSampling:
         how, threshold = self.config.spread, self.config.min_spread
         rewards = score(tasks, trajs)
         spreads = [group_spread(rewards[g * group_size : (g + 1) * group_size], how) for g in range(n_groups)]
+        slot_rewards = [rewards[g * group_size : (g + 1) * group_size] for g in range(n_groups)]
         flat = [g for g in range(n_groups) if spreads[g] < threshold]
         report = RefillReport(groups=n_groups, dropped=len(flat), slot_rounds=[0] * n_groups)
+        if self.config.guide_share > 0 or guide_share > 0:
+            report.guide_share = guide_share
         replaced: set[int] = set()
         while flat and report.rounds < self.config.max_refill_rounds:
             report.rounds += 1
@@ -400,16 +479,68 @@ class DynamicSampling:
                     report.discarded.append((report.slot_rounds[g], tasks[old], trajs[old]))
                     spreads[g], report.slot_rounds[g] = spread, report.rounds
                     tasks[old], trajs[old] = new_tasks[part], new_trajs[part]
+                    slot_rewards[g] = new_rewards[part]
                     replaced.add(g)
                 else:
                     report.discarded.append((report.rounds, new_tasks[part], new_trajs[part]))
                 if spreads[g] < threshold:
                     still.append(g)
             flat = still
+        if guide_share > 0 and flat:
+            flat = self._guide(
+                tasks, trajs, flat, spreads, slot_rewards, group_size, guide_share, run, score, report
+            )
         report.refilled = len(replaced)
         report.still_flat = len(flat)
         report.flat_slots = sorted(flat)
         return tasks, trajs, report
+
+    def _guide(
+        self,
+        tasks: list[Task],
+        trajs: list[Trajectory],
+        flat: list[int],
+        spreads: list[float],
+        slot_rewards: list[list[float]],
+        group_size: int,
+        share: float,
+        run: Callable[..., list[Trajectory]],
+        score: Callable[[list[Task], list[Trajectory]], list[float]],
+        report: RefillReport,
+    ) -> list[int]:
+        """One guided round for the still-flat slots where every episode failed (in place, as the refill
+        rounds); returns the slots still flat after it."""
+        how, threshold = self.config.spread, self.config.min_spread
+        chosen = []
+        for g in flat:
+            k = guide_count(tasks[g * group_size], share)
+            if k > 0 and all_failed(slot_rewards[g], self.config.guide_below):
+                chosen.append((g, k))
+        if not chosen:
+            return flat
+        round_ = report.rounds + 1
+        new_tasks = [tasks[g * group_size] for g, _ in chosen for _ in range(group_size)]
+        new_trajs = run(new_tasks, [k for _, k in chosen for _ in range(group_size)])
+        report.extra_episodes += len(new_trajs)
+        report.guided += len(chosen)
+        report.guided_calls.extend(k for _, k in chosen)
+        new_rewards = score(new_tasks, new_trajs)
+        guided = {g for g, _ in chosen}
+        still = [g for g in flat if g not in guided]
+        for j, (g, _) in enumerate(chosen):
+            part = slice(j * group_size, (j + 1) * group_size)
+            old = slice(g * group_size, (g + 1) * group_size)
+            spread = group_spread(new_rewards[part], how)
+            if spread > spreads[g]:  # the wider group takes the slot
+                report.discarded.append((report.slot_rounds[g], tasks[old], trajs[old]))
+                spreads[g], report.slot_rounds[g] = spread, round_
+                tasks[old], trajs[old] = new_tasks[part], new_trajs[part]
+                report.guided_kept += 1
+            else:
+                report.discarded.append((round_, new_tasks[part], new_trajs[part]))
+            if spreads[g] < threshold:
+                still.append(g)
+        return sorted(still)
 
 
 def silenced_rows(report: RefillReport, group_size: int, flat_groups: str) -> list[int]:

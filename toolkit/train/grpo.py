@@ -10,15 +10,22 @@ only place that knows TRL's hooks:
 2. **sample** (``GRPOStep.sample``): one episode of the kit's agent loop per row, with the policy the
    backend syncs to the trainer's current weights.
 3. **filter**: dynamic sampling swaps groups whose rewards barely differ for groups of other tasks;
-   with ``flat_groups: drop`` the groups still flat are silenced (no reward, no loss tokens).
+   with ``grpo_sampling.guide_share`` a slot still flat where every episode failed gets one group of its
+   task with its first gold calls made for the model (guidance, k at ``trainer.state.global_step``:
+   ``SamplingConfig.guide_share_at``), which takes the slot when it spreads wider; with
+   ``flat_groups: drop`` the groups still flat are silenced (no reward, no loss tokens).
 4. **score**: TRL calls the kit's rewards (``toolkit.rewards.trl``) on the Tasks and Trajectories the
    sample handed it; failed and silenced episodes get None, so they stay out of their group's baseline.
 5. **advantages**: TRL's (group mean and std; an episode without reward gets advantage 0).
    ``GRPOStep.scored`` reads the totals back per task kind.
 6. **update**: TRL's loss on micro-batches the kit lays out (``GRPOStep.micro_batches``: regrouped by
    task and cut to their own length; a shared prompt run once with ``shared_prefix``).
-7. **log**: ``episodes/``, ``batch/``, ``dynamic/`` and ``kinds/`` metrics beside TRL's, and every
-   sampled episode in the run's rollout log (``RunFolder.rollouts_file``).
+7. **log**: ``episodes/``, ``guided/``, ``batch/``, ``dynamic/`` and ``kinds/`` metrics beside TRL's, and
+   every sampled episode in the run's rollout log (``RunFolder.rollouts_file``, with its ``guided_calls``).
+   ``episodes/`` measures the policy: its own episodes only, guided ones left out (``episodes/sampled``
+   alone counts them too); ``guided/`` the same metrics over the guided episodes, which made the first
+   calls for the model and so say nothing of what it does alone. TRL's ``reward`` and ``kinds/`` describe
+   the batch the update learns from, guided groups that took a slot included.
 
 ``build_grpo_trainer`` assembles the step and the trainer; the metrics file and the LoRA reference
 refresh are callbacks (``toolkit.train.callbacks``).
@@ -56,8 +63,10 @@ class GRPOStep:
             transformers generation with the trained model. The backends pass theirs (vLLM, Unsloth).
         open_episode: override the environment opener (tests).
         rollout_log: JSONL file that gets every sampled episode of every step appended (step, task,
-            messages, calls, stop reason, ``round``: 0 for the first sampling, r for refill round r, and
-            ``kept``: whether its group went into the update, i.e. was neither replaced nor silenced).
+            messages, calls, stop reason, ``round``: 0 for the first sampling, r for refill round r (the
+            guided round is the one after the last refill round), and
+            ``kept``: whether its group went into the update, i.e. was neither replaced nor silenced, and
+            ``guided_calls``: the gold calls made for the model, 0 unless guided).
         dynamic: a ``toolkit.train.batching.DynamicSampling`` (step 3), or None.
         shared_prefix: ``grpo_sampling.shared_prefix_update`` (step 6).
     """
@@ -109,7 +118,12 @@ class GRPOStep:
                 # a group whose rewards barely differ has (near) zero advantage: sample other tasks instead
                 score = trainer_scorer(trainer, self.dynamic.config.spread_on)
                 tasks, trajs, report = self.dynamic.resample(
-                    tasks, trajs, group, run=lambda ts: self._episodes(ts, policy), score=score
+                    tasks,
+                    trajs,
+                    group,
+                    run=lambda ts, guide=None: self._episodes(ts, policy, guide),
+                    score=score,
+                    guide_share=self.dynamic.config.guide_share_at(trainer.state.global_step),
                 )
         finally:
             trainer.model.train(was_training)
@@ -118,11 +132,13 @@ class GRPOStep:
         rollout.metrics = self._measure(rollout, report, trainer, time.perf_counter() - started)
         return rollout
 
-    def _episodes(self, tasks: list[Task], policy: Any) -> list[Trajectory]:
+    def _episodes(self, tasks: list[Task], policy: Any, guide: list[int] | None = None) -> list[Trajectory]:
         from toolkit.agent.loop import rollout
         from toolkit.train.rollout import raise_on_dead_sampler
 
-        trajs = rollout(tasks, policy, self.loop_config, n=1, open_episode=self.open_episode)
+        trajs = rollout(
+            tasks, policy, self.loop_config, n=1, open_episode=self.open_episode, guide_calls=guide
+        )
         raise_on_dead_sampler(trajs)
         return trajs
 
@@ -150,10 +166,11 @@ class GRPOStep:
         """The ``episodes/...`` metrics and the rollout log cover every episode the policy sampled in the
         step, the groups dynamic sampling replaced included (``episodes/sampled`` of them; with dynamic
         sampling also their reward, ``episodes/reward_*``, since TRL's ``reward`` covers the kept rows only).
-        ``batch/...`` and ``dynamic/...`` describe the batch TRL scores."""
+        Guided episodes are left out of ``episodes/...`` (but counted in ``episodes/sampled``) and measured
+        alone as ``guided/...``. ``batch/...`` and ``dynamic/...`` describe the batch TRL scores."""
+        from toolkit.agent.loop import guided_calls
         from toolkit.train.batching import batch_mix_metrics, task_kind, trainer_scorer
-        from toolkit.train.diagnostics import answer_correct_share
-        from toolkit.train.rollout import episode_metrics, logprobs_missing_share, reward_stats
+        from toolkit.train.rollout import logprobs_missing_share
 
         group = trainer.num_generations
         # every sampled episode: the batch's (kept unless silenced), then the groups that lost their slot
@@ -163,27 +180,48 @@ class GRPOStep:
         ]
         for round_, ts, trs in report.discarded if report else []:
             sampled.extend((task, traj, round_, False) for task, traj in zip(ts, trs, strict=True))
-        all_tasks, all_trajs = [s[0] for s in sampled], [s[1] for s in sampled]
-        metrics = episode_metrics(all_trajs)
+        own = [(task, traj) for task, traj, _, _ in sampled if not guided_calls(traj)]
+        guided = [(task, traj) for task, traj, _, _ in sampled if guided_calls(traj)]
+        # without dynamic sampling TRL's reward covers every episode already
+        scorer = trainer_scorer(trainer) if self.dynamic is not None else None
+        metrics = _policy_metrics(own, scorer)
         metrics["episodes/sampled"] = float(len(sampled))
         metrics["episodes/logprobs_missing"] = logprobs_missing_share(rollout.trajs)
         metrics["episodes/rollout_seconds"] = seconds
+        if guided:
+            measured = _policy_metrics(guided, scorer)
+            metrics.update({"guided/" + key.split("/", 1)[1]: value for key, value in measured.items()})
+            metrics["guided/sampled"] = float(len(guided))
         if report is not None:
             metrics.update(report.metrics())
             metrics["dynamic/silenced_share"] = len(rollout.silenced) / max(1, len(rollout.trajs))
-        if self.dynamic is not None:  # without it TRL's reward covers every episode already
-            metrics.update(reward_stats(trainer_scorer(trainer)(all_tasks, all_trajs)))
         kinds = [task_kind(t) for t in rollout.tasks]
         metrics.update(batch_mix_metrics(kinds, [t.id for t in rollout.tasks], group))
-        answer_correct = answer_correct_share(all_tasks, all_trajs)
-        if answer_correct is not None:
-            metrics["episodes/answer_correct"] = answer_correct
         if self.log is not None:
             step = trainer.state.global_step
             self.log.append(
                 trainer, (RolloutRecord.from_trajectory(step, tr, rnd, kept) for _, tr, rnd, kept in sampled)
             )
         return metrics
+
+
+def _policy_metrics(
+    episodes: Sequence[tuple[Task, Trajectory]],
+    scorer: Callable[[list[Task], list[Trajectory]], list[float]] | None,
+) -> dict[str, float]:
+    """``episodes/...`` over these episodes: what the loop did, the answer rate, and with a ``scorer`` the
+    reward's mean and std."""
+    from toolkit.train.diagnostics import answer_correct_share
+    from toolkit.train.rollout import episode_metrics, reward_stats
+
+    tasks, trajs = [task for task, _ in episodes], [traj for _, traj in episodes]
+    metrics = episode_metrics(trajs)
+    if scorer is not None and trajs:
+        metrics.update(reward_stats(scorer(tasks, trajs)))
+    answer_correct = answer_correct_share(tasks, trajs)
+    if answer_correct is not None:
+        metrics["episodes/answer_correct"] = answer_correct
+    return metrics
 
 
 def first_turn_only(task: Task) -> Task:

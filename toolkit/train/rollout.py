@@ -29,6 +29,8 @@ def token_sample(traj: Trajectory, eos_token_id: int) -> tuple[list[int], list[i
     - Environment tokens after the model's last token (tool results nobody answered, a closing
       template) are dropped: they carry no loss, and TRL reads "the last token is not EOS" as
       truncation. So an episode ends on the model's EOS unless the model was really cut off.
+    - Gold calls made for the model (guidance, ``toolkit.agent.loop``) are context like tool outputs:
+      mask 0, no sampling logprob expected, so a guided episode stays trainable on the model's own turns.
     - An episode cut by the context budget (stop reason ``length``) keeps a non-EOS last token, so
       ``mask_truncated_completions`` (overlong filtering) masks it.
     - An episode whose environment failed (stop reason ``error``) gets an all-zero mask: the model is
