@@ -5,9 +5,11 @@ A run folder (``RunFolder``):
 
 - ``recipe.json``: the recipe as run (``--resume`` continues with it)
 - ``summary.json``: what the run reported (comparisons, timings, the test sets, the learning curve)
-- ``metrics.jsonl``: one JSON object per logged step (``phase``: sft | grpo)
+- ``metrics.jsonl``: one JSON object per logged step (``phase``: sft | rft | grpo)
 - ``tasks/``: tasks synthesised for the run (``train.jsonl``, ``eval.jsonl``), ``tasks/test-seed<S>/``
 - ``sft/``: the warm start's trainer output, its adapter in ``sft/adapter/``
+- ``rft/``: the rejection-sampling round (recipe section ``rft``, off by default): ``samples.jsonl``
+  (every episode it sampled), its checkpoints, its adapter in ``rft/adapter/`` (GRPO starts from it)
 - ``grpo/``: TRL's output: ``checkpoint-N/``, the rollout log ``rollouts.jsonl``, the screened pool
   ``pool.jsonl``
 - ``adapter/``: the final LoRA adapter (``merged/``: the base model with it merged)
@@ -107,6 +109,20 @@ class RunFolder:
         return self.sft / "adapter"
 
     @property
+    def rft(self) -> Path:
+        """The rejection-sampling round's trainer output (``toolkit.train.rft``): its checkpoints, the
+        sampled episodes, its adapter."""
+        return self.root / "rft"
+
+    @property
+    def rft_samples_file(self) -> Path:
+        return self.rft / "samples.jsonl"
+
+    @property
+    def rft_adapter(self) -> Path:
+        return self.rft / "adapter"
+
+    @property
     def grpo(self) -> Path:
         """GRPO's trainer output: checkpoints, the rollout log, the screened pool."""
         return self.root / "grpo"
@@ -177,9 +193,10 @@ class RunFolder:
         return self.eval if test_seed is None else self.eval_test(test_seed)
 
     def outputs(self) -> list[str]:
-        """The outputs a resumed run reuses, as found (relative to the run): tasks, warm start, evaluations,
-        last checkpoint, adapter."""
-        found = [self.tasks.train, self.sft_adapter, self.eval_before(False), self.eval_before(True)]
+        """The outputs a resumed run reuses, as found (relative to the run): tasks, warm start, RFT adapter,
+        evaluations, last checkpoint, adapter."""
+        found = [self.tasks.train, self.sft_adapter, self.rft_adapter, self.eval_before(False)]
+        found += [self.eval_before(True)]
         found += [ckpt for _, ckpt in self.checkpoints()[-1:]]
         found += [self.adapter, self.eval_after()]
         return [p.relative_to(self.root).as_posix() for p in found if p.exists()]

@@ -13,6 +13,10 @@ A recipe has these sections (each documented, with its source, in the recipe fil
 - ``lora``: ``peft.LoraConfig`` fields
 - ``sft``: ``None`` for no warm start, else ``trl.SFTConfig`` fields (+ ``max_examples``,
   ``one_call_per_turn``, ``drop_unfit_gold``)
+- ``rft``: optional, off by default: a round of rejection-sampling fine-tuning between the warm start
+  and GRPO (``toolkit.train.rft``): the kit's keys (``RftConfig``: num_generations, temperature,
+  max_tasks, max_per_task, correct_by, shortest_by, keep_failed_calls, if_none_kept) plus ``trl.SFTConfig``
+  fields for its training, over the ``sft`` section's (``rft_training_section``)
 - ``rollout``: the agent loop's ``RolloutConfig`` fields (turns, tokens per turn, context budget,
   tool-output truncation, temperature) plus ``first_turn_only``
 - ``grpo``: ``trl.GRPOConfig`` fields, passed through unchanged (TRL documents each one)
@@ -44,7 +48,7 @@ from toolkit.paths import DATA_DIR
 
 RECIPES_DIR = Path(__file__).parent / "recipes"
 KIT_DATA_PREFIX = "kit:"  # a task file shipped with the package: "kit:tasks/train.jsonl" -> DATA_DIR/...
-SECTIONS = ("lora", "sft", "rollout", "grpo", "grpo_sampling", "eval", "reward_config")
+SECTIONS = ("lora", "sft", "rft", "rollout", "grpo", "grpo_sampling", "eval", "reward_config")
 TOP_LEVEL = {
     "description",
     "model",
@@ -101,6 +105,7 @@ class Recipe:
     reward_config: dict[str, Any] = field(default_factory=dict)
     lora: dict[str, Any] = field(default_factory=dict)
     sft: dict[str, Any] | None = None
+    rft: dict[str, Any] | None = None  # None: no RFT round (toolkit.train.rft); omitted from to_dict
     synth: dict[str, Any] | None = None  # generate tasks when no task files are named (mcp-rl synth)
     rollout: dict[str, Any] = field(default_factory=dict)
     grpo: dict[str, Any] = field(default_factory=dict)
@@ -116,7 +121,10 @@ class Recipe:
         return RolloutConfig(**values)
 
     def to_dict(self) -> dict[str, Any]:
-        return copy.deepcopy(self.__dict__)
+        data = copy.deepcopy(self.__dict__)
+        if data["rft"] is None:  # a recipe without the section is written (recipe.json) as before it existed
+            del data["rft"]
+        return data
 
 
 @functools.cache  # one loader class, not a new one for every value read
@@ -195,6 +203,7 @@ def recipe_from_dict(data: dict[str, Any], name: str = "custom") -> Recipe:
         )
     check_test_sets(name, data)
     check_sampling(name, data)
+    check_rft(name, data)
     from toolkit.train.backends import recipe_backend_choices
 
     if data.get("backend", "auto") not in recipe_backend_choices():
@@ -220,6 +229,22 @@ def check_sampling(name: str, data: dict[str, Any]) -> None:
         raise RecipeError(f"recipe {name!r}: grpo_sampling must be a mapping, got {section!r}")
     try:
         SamplingConfig.from_recipe(section)
+    except (TypeError, ValueError) as exc:
+        raise RecipeError(f"recipe {name!r}: {exc}") from exc
+
+
+def check_rft(name: str, data: dict[str, Any]) -> None:
+    """``rft``: a mapping whose kit keys (``toolkit.train.rft.RftConfig``) hold values the round can use;
+    its ``trl.SFTConfig`` keys are checked with TRL's fields by ``check_recipe_types``."""
+    from toolkit.train.rft import RftConfig
+
+    section = data.get("rft")
+    if section is None:
+        return
+    if not isinstance(section, dict):
+        raise RecipeError(f"recipe {name!r}: rft must be a mapping, got {section!r}")
+    try:
+        RftConfig.from_section(section)
     except (TypeError, ValueError) as exc:
         raise RecipeError(f"recipe {name!r}: {exc}") from exc
 
@@ -382,6 +407,33 @@ def ref_sync_settings(recipe: Recipe) -> tuple[bool, int, float]:
 # model turn (``toolkit.agent.policies.GoldPolicy``), so no gold turn holds two calls;
 # ``drop_unfit_gold``: leave out gold episodes with a turn the sampler would cut (``toolkit.train.sft``)
 SFT_KIT_KEYS = ("max_examples", "one_call_per_turn", "drop_unfit_gold")
+# SFTConfig fields that say how long the warm start trains: the RFT round does not inherit them (its
+# examples are other ones, fewer): it trains one epoch over what it kept unless its section says otherwise
+SFT_LENGTH_KEYS = ("max_steps", "num_train_epochs")
+
+
+def rft_kit_keys() -> tuple[str, ...]:
+    from toolkit.train.rft import RftConfig
+
+    return RftConfig.kit_keys()
+
+
+def rft_training_section(recipe: Recipe) -> dict[str, Any]:
+    """The ``trl.SFTConfig`` settings of the RFT round: the ``sft`` section's (optimizer, schedule,
+    learning rate, batch size, ``max_length``, ``save_steps``...) without its length, one epoch, then the
+    ``rft`` section's own ``SFTConfig`` keys over them (``learning_rate``, ``max_steps``,
+    ``per_device_train_batch_size``, ...)."""
+    kit = set(rft_kit_keys())
+    section = {k: v for k, v in (recipe.sft or {}).items() if k not in SFT_KIT_KEYS + SFT_LENGTH_KEYS}
+    section["num_train_epochs"] = 1
+    section.update({k: v for k, v in (recipe.rft or {}).items() if k not in kit})
+    return section
+
+
+def rft_training_recipe(recipe: Recipe) -> Recipe:
+    """``recipe`` with the RFT round's training settings as its ``sft`` section: what a backend builds
+    the round's ``SFTConfig`` from (``backend.sft_config`` reads the ``sft`` section of its recipe)."""
+    return dataclasses.replace(recipe, sft=rft_training_section(recipe))
 
 
 def build_sft_config(
@@ -510,8 +562,8 @@ def check_section_types(recipe_name: str, section: str, values: dict[str, Any], 
 
 def check_recipe_types(recipe: Recipe) -> None:
     """Every key and number of the recipe, before any stage runs (imports TRL: called when a run starts,
-    not when a recipe is read): the ``sft``, ``grpo`` and ``lora`` keys are fields of ``trl.SFTConfig``,
-    ``trl.GRPOConfig`` and ``peft.LoraConfig`` (or the kit's own), their numbers are numbers, counts are
+    not when a recipe is read): the ``sft``, ``rft``, ``grpo`` and ``lora`` keys are fields of
+    ``trl.SFTConfig`` (both), ``trl.GRPOConfig`` and ``peft.LoraConfig`` (or the kit's own), their numbers are numbers, counts are
     positive, and the ``synth`` settings and rewards build. Otherwise a typo in ``--set`` fails when its
     stage starts, after the warm start (``grpo.nosuch_knob``: 147 s)."""
     from peft import LoraConfig
@@ -533,12 +585,16 @@ def check_recipe_types(recipe: Recipe) -> None:
     ]
     if recipe.sft:
         sections.append(("sft", recipe.sft, field_names(SFTConfig) | set(SFT_KIT_KEYS)))
+    if recipe.rft:
+        sections.append(("rft", recipe.rft, field_names(SFTConfig) | set(rft_kit_keys())))
     for section, values, known in sections:
         unknown = sorted(set(values) - known)
         if unknown:
             raise RecipeError(f"recipe {recipe.name!r}: unknown {section} key(s) {unknown}")
     if recipe.sft:
         check_section_types(recipe.name, "sft", recipe.sft, SFTConfig)
+    if recipe.rft:
+        check_section_types(recipe.name, "rft", recipe.rft, SFTConfig)
     check_section_types(recipe.name, "grpo", recipe.grpo, GRPOConfig)
     check_section_types(recipe.name, "rollout", recipe.rollout, RolloutConfig)
     check_section_types(recipe.name, "grpo_sampling", recipe.grpo_sampling, SamplingConfig)
@@ -548,6 +604,7 @@ def check_recipe_types(recipe: Recipe) -> None:
         "grpo.max_steps": recipe.grpo.get("max_steps"),
         "sft.max_steps": (recipe.sft or {}).get("max_steps"),
         "sft.max_examples": (recipe.sft or {}).get("max_examples"),
+        "rft.max_steps": (recipe.rft or {}).get("max_steps"),
     }
     for key, value in counts.items():  # a negative count would act as a slice, or as "by epochs"
         if value is not None and not (isinstance(value, int) and not isinstance(value, bool) and value > 0):
@@ -625,8 +682,13 @@ def schedule_warnings(recipe: Recipe) -> list[str]:
 
     GRPOConfig, SFTConfig = grpo_config_class(), sft_config_class()  # noqa: N806 (the classes)
 
+    from toolkit.train.rft import RftConfig
+
+    sections = [("sft", recipe.sft, SFTConfig), ("grpo", recipe.grpo, GRPOConfig)]
+    if RftConfig.from_section(recipe.rft).on:
+        sections.insert(1, ("rft", rft_training_section(recipe), SFTConfig))
     out = []
-    for section, values, cls in (("sft", recipe.sft, SFTConfig), ("grpo", recipe.grpo, GRPOConfig)):
+    for section, values, cls in sections:
         if values is None:
             continue
         if first_step_learning_rate(values, cls) == 0.0:

@@ -1,5 +1,5 @@
-"""One training run from a recipe: tasks -> (SFT warm start) -> held-out eval -> GRPO -> held-out eval
--> paired comparison. ``run_recipe`` checks the recipe, picks a backend and runs ``run_stages``; the
+"""One training run from a recipe: tasks -> (SFT warm start) -> held-out eval -> (RFT round) -> GRPO ->
+held-out eval -> paired comparison. ``run_recipe`` checks the recipe, picks a backend and runs ``run_stages``; the
 stages are written once (``toolkit.train.stages``), each resumable by one rule (``toolkit.train.resume``).
 A backend (``toolkit.train.backends``: transformers + PEFT; ``toolkit.train.unsloth_backend``: Unsloth +
 vLLM on one GPU) supplies model loading, generation and weight sync. ``mcp-rl train --backend`` picks it.
@@ -7,7 +7,7 @@ vLLM on one GPU) supplies model loading, generation and weight sync. ``mcp-rl tr
 The run folder's layout (``out``) is ``toolkit.runs.RunFolder``'s: ``recipe.json`` (the recipe as run;
 ``resume`` continues with it, a recipe that differs is refused unless ``allow_recipe_change``, and an
 allowed change is recorded in ``summary.json``'s ``recipe_changes``), ``tasks/``, ``sft/adapter/``,
-``grpo/checkpoint-N/``, ``adapter/`` (``merged/`` with ``merge=True``), ``metrics.jsonl``, ``eval/``
+``rft/`` (with the recipe's ``rft`` section: ``samples.jsonl``, ``adapter/``), ``grpo/checkpoint-N/``, ``adapter/`` (``merged/`` with ``merge=True``), ``metrics.jsonl``, ``eval/``
 (dev, ``curve/step-N`` with ``curve=True``, ``test-seed<S>`` with ``test=True``) and ``summary.json``.
 Every stage is skipped on ``resume`` when its output exists, so a killed run picks up where it stopped.
 
@@ -35,6 +35,7 @@ from toolkit.train.stages import (
     evaluate_test_sets,
     open_run,
     train_grpo,
+    train_rft,
     warm_start,
 )
 from toolkit.train.task_sources import (
@@ -191,6 +192,7 @@ def run_stages(
     warm_start(run)
     if evaluate:
         evaluate_before(run)
+    train_rft(run)
     train_grpo(run)
     if merge:
         backend.merge(run.folder.adapter, run.folder.merged)

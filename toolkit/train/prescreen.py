@@ -59,6 +59,21 @@ class PoolScreen:
         return cls(rows)
 
 
+def sample_tasks(
+    backend: Any, adapter: Path | None, label: str, tasks: Sequence[Task], loop: Any, n: int
+) -> list[Trajectory]:
+    """Each task sampled ``n`` times (task by task, n each, as ``toolkit.agent.loop.rollout`` returns them)
+    with ``adapter`` (None: the base model) through the agent loop GRPO samples with, ``loop`` its
+    settings; what the backend loaded is released after. The prescreen and the RFT round sample so."""
+    from toolkit.agent.loop import rollout
+
+    policy = backend.eval_policy(adapter, label)
+    try:
+        return rollout(list(tasks), policy, loop, n=n)
+    finally:
+        backend.release()
+
+
 def screen_pool(
     tasks: Sequence[Task],
     sample: Callable[[list[Task], int], list[Trajectory]],

@@ -215,6 +215,54 @@ def sft_rows(trajs: Sequence[Trajectory], tokenizer: Any, *, max_length: int | N
     return rows
 
 
+def episode_rows(trajs: Sequence[Trajectory], *, max_length: int | None = None) -> list[dict]:
+    """SFT rows from sampled token-level episodes as they are (the RFT round, ``toolkit.train.rft``): the
+    prompt and everything after it exactly as the sampler tokenized it, ``assistant_masks`` 1 on the
+    tokens the model sampled (the loop's ``completion_mask``: its turns with their stop token; tool and
+    template tokens 0). Nothing is re-rendered, so the loss is on the model's own text in the context it
+    saw. Episodes longer than ``max_length`` are dropped, as ``sft_rows`` drops them."""
+    rows = []
+    for traj in trajs:
+        if not traj.prompt_ids or len(traj.completion_mask) != len(traj.completion_ids):
+            raise ValueError(
+                f"episode {traj.task_id} is not token-level (no prompt ids, or a mask of another length):"
+                " SFT on sampled episodes needs the sampler's token ids"
+            )
+        if not any(traj.completion_mask):
+            raise ValueError(f"episode {traj.task_id} has no model tokens to train on")
+        ids = list(traj.prompt_ids) + list(traj.completion_ids)
+        if max_length is None or len(ids) <= max_length:
+            rows.append(
+                {"input_ids": ids, "assistant_masks": [0] * len(traj.prompt_ids) + list(traj.completion_mask)}
+            )
+    return rows
+
+
+def template_reproduces(traj: Trajectory, tokenizer: Any, template: str | None = None) -> bool:
+    """Whether the training template (the warm start's rendering, ``sft_rows``) renders the model turns of
+    a sampled token-level episode as the model sampled them: the text of each assistant span equals the
+    text of each sampled turn (its stop token included), up to the whitespace around it. That whitespace
+    always differs: the template's span of a call turn with no text begins with a newline, and it ends
+    with the newline after the end-of-turn token, which a sampler never generates (it stops at the
+    token). Beyond it, a model writes a call its own way (spacing, key order) where the template writes
+    the parsed call in one canonical form (``toolkit.agent.parsing.format_call``'s)."""
+    template = template or training_template(tokenizer)
+    try:
+        row = tokenize_example(tokenizer, chat_messages(traj), traj.metadata.get("tools"), template)
+    except Exception:  # a conversation the template cannot render does not reproduce the episode
+        return False
+    spans: list[list[int]] = []
+    inside = False
+    for token, mask in zip(row["input_ids"], row["assistant_masks"], strict=True):
+        if mask and not inside:
+            spans.append([])
+        if mask:
+            spans[-1].append(token)
+        inside = bool(mask)
+    rendered = [tokenizer.decode(span).strip() for span in spans]
+    return rendered == [tokenizer.decode(turn).strip() for turn in model_turns(traj)]
+
+
 def warm_start_rows(
     tasks: Sequence[Task],
     loop_config: Any,
@@ -249,15 +297,17 @@ def run_sft(
     lora_config: Any = None,
     callbacks: list[Any] | None = None,
     resume_from_checkpoint: str | None = None,
+    phase: str = "sft",
 ) -> Any:
-    """Train with TRL's SFTTrainer on tokenized rows; returns the trainer (its model has the adapter)."""
+    """Train with TRL's SFTTrainer on tokenized rows; returns the trainer (its model has the adapter).
+    ``phase`` names the steps in the printed lines (``sft``; ``rft`` for the rejection-sampling round)."""
     from toolkit.train.callbacks import use_step_lines
     from toolkit.train.trl_adapter import sft_trainer
 
     if not rows:
         raise ValueError("no SFT examples: the gold replay produced no clean trajectories")
     trainer = sft_trainer(model, tokenizer, rows, sft_config, lora_config, callbacks)
-    use_step_lines(trainer, "sft")  # one line per step, not the raw log dict
+    use_step_lines(trainer, phase)  # one line per step, not the raw log dict
     trainer.train(resume_from_checkpoint=resume_from_checkpoint)
     return trainer
 

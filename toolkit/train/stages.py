@@ -1,10 +1,12 @@
 """The stages of a run, each explicit and resumable: (1) the SFT warm start, (2) the held-out evaluation
-before GRPO, (3) GRPO, (4) the evaluation after GRPO with the paired comparison (and the learning curve),
-(5) the test sets. ``toolkit.train.pipeline.run_stages`` runs them in that order.
+before GRPO, (2b) the rejection-sampling round when the recipe asks (``rft``), (3) GRPO, (4) the
+evaluation after GRPO with the paired comparison (and the learning curve), (5) the test sets.
+``toolkit.train.pipeline.run_stages`` runs them in that order.
 
 Each stage writes its outputs to the run folder (``toolkit.runs.RunFolder``) and is skipped by the one
 resume rule (``toolkit.train.resume.done``): on ``resume``, a stage whose output marker exists is done.
-Markers: the warm-start adapter, each evaluation's results, the GRPO adapter, the screened pool. A backend
+Markers: the warm-start adapter, each evaluation's results, the RFT adapter (and its sampled episodes),
+the GRPO adapter, the screened pool. A backend
 (``toolkit.train.backends``) supplies model loading, generation and weight sync; every stage frees what it
 loaded (``backend.release``) before the next."""
 
@@ -13,12 +15,14 @@ from __future__ import annotations
 import json
 import shlex
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from toolkit.records import Task, dumps
-from toolkit.runs import ADAPTER_MARKER, RunFolder
+from toolkit.runs import ADAPTER_MARKER, RunFolder, has_adapter
 from toolkit.train.config import Recipe
 from toolkit.train.resume import done, last_checkpoint
 from toolkit.train.run_eval import (
@@ -56,7 +60,8 @@ class Run:
     timings: dict[str, float]
     loop: Any = None
     eval_loop: Any = None
-    sft_steps: int = 0  # the GRPO step count in metrics.jsonl goes on from the warm start's
+    sft_steps: int = 0  # the GRPO step count in metrics.jsonl goes on from the warm start's (and RFT's)
+    rft_adapter: Path | None = None  # set by the RFT round when it trained (or found) its adapter
 
     def done(self, marker: Path) -> bool:
         return done(marker, self.resume)
@@ -65,6 +70,12 @@ class Run:
     def warm(self) -> Path | None:
         """The warm-start adapter GRPO starts from (None: the base model)."""
         return self.folder.sft_adapter if self.recipe.sft is not None else None
+
+    @property
+    def grpo_start(self) -> Path | None:
+        """The adapter GRPO starts from: the RFT round's when it ran, else the warm start. The evaluations
+        before GRPO stay the warm start's: the comparison measures what RFT and GRPO added together."""
+        return self.rft_adapter or self.warm
 
     @property
     def before_label(self) -> str:
@@ -170,8 +181,114 @@ def evaluate_before(run: Run) -> None:
         run.timings["eval_before_s"] = time.time() - t0
 
 
+def train_rft(run: Run) -> None:
+    """2b. The rejection-sampling round (recipe section ``rft``, ``toolkit.train.rft``; nothing when off):
+    the first train tasks sampled with the warm start through GRPO's agent loop (``rft/samples.jsonl``),
+    the right-and-short episodes kept, the warm-start adapter fine-tuned on them with the warm start's
+    masked SFT (loss on the model's own tokens) into ``rft/adapter``, which GRPO then starts from.
+    ``summary.json``'s ``rft``: per kind, the tasks and episodes sampled, right and kept, and the steps.
+    None kept: an error, or with ``if_none_kept: skip`` a line saying GRPO starts from the warm start."""
+    from toolkit.train.callbacks import MetricsJsonlCallback
+    from toolkit.train.config import rft_training_recipe, rft_training_section
+    from toolkit.train.prescreen import sample_tasks
+    from toolkit.train.rft import (
+        RftConfig,
+        keep_episodes,
+        read_samples,
+        rft_loop,
+        rft_tasks,
+        right_check,
+        wait_for,
+        write_samples,
+    )
+    from toolkit.train.sft import episode_rows, run_sft, template_reproduces, training_template
+
+    config = RftConfig.from_section(run.recipe.rft)
+    if not config.on:
+        return
+    recipe, folder, backend = run.recipe, run.folder, run.backend
+    training = rft_training_section(recipe)
+    if run.done(folder.rft_adapter / ADAPTER_MARKER):
+        run.rft_adapter = folder.rft_adapter
+        run.sft_steps += int((run.summary.get("rft") or {}).get("steps") or training.get("max_steps") or 0)
+        log(f"resume: RFT adapter found in {folder.rft_adapter}")
+        return
+    t0 = time.time()
+    tasks, loop, n = rft_tasks(run.tasks, config), rft_loop(run.loop, config), config.num_generations
+    samples = folder.rft_samples_file
+    if not is_main_process():  # the main process samples for every process: they train on the same rows
+        wait_for(samples)
+    if run.done(samples) or not is_main_process():
+        trajs = read_samples(samples, tasks, n)
+        log(f"resume: RFT samples read back from {samples}")
+    else:
+        log(
+            f"RFT: sampling {len(tasks)} train tasks x {n} with the {run.before_label} adapter at"
+            f" temperature {loop.temperature}"
+        )
+        trajs = sample_tasks(backend, run.warm, "rft", tasks, loop, n)
+    keep = keep_episodes(tasks, trajs, n, right_check(config.correct_by), config)
+    if is_main_process() and not samples.exists():
+        write_samples(samples, trajs)
+    run.summary["rft"] = keep.summary()
+    log(f"RFT {keep.line()}")
+    if not keep.kept:
+        what = f"no episode of {keep.total('sampled')} sampled ({keep.total('right')} right) was kept"
+        if config.if_none_kept == "error":
+            raise ValueError(
+                f"RFT: {what}: nothing to fine-tune on (more rft.num_generations or rft.max_tasks, another"
+                " rft.correct_by, or rft.if_none_kept: skip to go on to GRPO from the warm start)"
+            )
+        run.summary["rft"]["skipped"] = True
+        log(f"RFT: {what}; rft.if_none_kept is skip: GRPO starts from the warm start")
+        return
+    model, tokenizer = backend.grpo_model(run.warm)  # the warm-start adapter, trainable
+    template = training_template(tokenizer)
+    rows = episode_rows(keep.kept, max_length=training.get("max_length"))
+    run.summary["rft"]["examples"] = len(rows)
+    run.summary["rft"]["template_differs"] = sum(
+        not template_reproduces(t, tokenizer, template) for t in keep.kept
+    )
+    log(
+        f"RFT: fine-tuning the warm start on {len(rows)} of its own episodes"
+        f" ({len(keep.kept) - len(rows)} over max_length left out)"
+    )
+    with backend_recipe(backend, rft_training_recipe(recipe)):  # the round's SFTConfig settings
+        sft_config = backend.sft_config(folder.rft, run.report_to)
+    checkpoint = last_checkpoint(folder.rft) if run.resume else None
+    trainer = run_sft(
+        model,
+        tokenizer,
+        rows,
+        sft_config,
+        None,  # the model carries the warm-start adapter, trained on
+        [MetricsJsonlCallback(folder.metrics_file, "rft", step_offset=run.sft_steps)],
+        resume_from_checkpoint=checkpoint,
+        phase="rft",
+    )
+    trainer.save_model(str(folder.rft_adapter))
+    run.summary["rft"]["steps"] = trainer.state.global_step
+    run.sft_steps += trainer.state.global_step
+    run.rft_adapter = folder.rft_adapter
+    run.timings["rft_s"] = time.time() - t0
+    del trainer, model
+    backend.release()
+
+
+@contextmanager
+def backend_recipe(backend: Any, recipe: Recipe) -> Iterator[None]:
+    """The backend reading ``recipe`` for as long as the block runs: the backends build a trainer's
+    config from their recipe's section (``sft_config`` from ``sft``), the RFT round's from its own."""
+    own = backend.recipe
+    backend.recipe = recipe
+    try:
+        yield
+    finally:
+        backend.recipe = own
+
+
 def train_grpo(run: Run) -> None:
-    """3. GRPO from the warm start, into ``adapter``; TRL's checkpoints in ``grpo`` (a resumed run continues
+    """3. GRPO from the warm start (or the RFT round's adapter, ``Run.grpo_start``), into ``adapter``; TRL's checkpoints in ``grpo`` (a resumed run continues
     from the last), the pool screened by the warm start in ``grpo/pool.jsonl`` when the recipe asks."""
     from toolkit.train.callbacks import MetricsJsonlCallback
     from toolkit.train.config import ref_sync_settings
@@ -182,13 +299,13 @@ def train_grpo(run: Run) -> None:
         return
     t0 = time.time()
     pool, sampling, screened = screened_grpo_pool(
-        recipe, backend, run.warm, run.tasks, run.loop, folder.pool_file, run.resume
+        recipe, backend, run.grpo_start, run.tasks, run.loop, folder.pool_file, run.resume
     )
     if screened is not None:
         run.summary["grpo_pool"] = screened
         run.timings.setdefault("grpo_prescreen_s", time.time() - t0)
         log(f"GRPO pool screened by the warm start: {screened['kept']} of {screened['screened']} tasks kept")
-    model, tokenizer = backend.grpo_model(run.warm)
+    model, tokenizer = backend.grpo_model(run.grpo_start)
     grpo_config = backend.grpo_config(folder.grpo, run.report_to)
     trainer = build_grpo_trainer(
         model,
@@ -230,10 +347,9 @@ def screened_grpo_pool(
     ``grpo_sampling.prescreen_samples`` (``toolkit.train.prescreen``): the kept tasks, the section with
     ``kind_weights`` cut to the kinds still present, and the screen's summary (None when off). The
     screen is written to ``pool_file`` and read back on ``resume``."""
-    from toolkit.agent.loop import rollout
     from toolkit.train.batching import SamplingConfig, reward_scorer, task_kind
     from toolkit.train.grpo import reward_funcs
-    from toolkit.train.prescreen import PoolScreen, screen_pool, screened_tasks
+    from toolkit.train.prescreen import PoolScreen, sample_tasks, screen_pool, screened_tasks
 
     pool = grpo_tasks(recipe, tasks)
     config = SamplingConfig.from_recipe(recipe.grpo_sampling)
@@ -247,20 +363,14 @@ def screened_grpo_pool(
         screen = PoolScreen.read(pool_file)
     else:
         funcs = reward_funcs(recipe.reward, recipe.reward_config)
-        policy = backend.eval_policy(warm, "prescreen")
-        try:
-            screen = screen_pool(
-                pool,
-                lambda ts, n: rollout(ts, policy, loop, n=n),
-                reward_scorer(
-                    funcs, recipe.grpo.get("reward_weights") or [1.0] * len(funcs), config.spread_on
-                ),
-                samples=config.prescreen_samples,
-                min_spread=config.min_spread,
-                spread=config.spread,
-            )
-        finally:
-            backend.release()
+        screen = screen_pool(
+            pool,
+            lambda ts, n: sample_tasks(backend, warm, "prescreen", ts, loop, n),
+            reward_scorer(funcs, recipe.grpo.get("reward_weights") or [1.0] * len(funcs), config.spread_on),
+            samples=config.prescreen_samples,
+            min_spread=config.min_spread,
+            spread=config.spread,
+        )
         screen.write(pool_file)
     chosen = screened_tasks(pool, screen)
     if weights is not None:
@@ -340,6 +450,8 @@ def closing_lines(
     where = f"adapter: {folder.adapter}"
     if recipe.sft is not None:
         where += f" (warm start: {folder.sft_adapter})"
+    if has_adapter(folder.rft_adapter):
+        where += f" (RFT round: {folder.rft_adapter})"
     records = f"metrics: {folder.metrics_file}; summary: {folder.summary_file}"
     if evaluated:
         records += f"; held-out results: {folder.eval}"
