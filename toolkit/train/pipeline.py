@@ -1,15 +1,17 @@
 """One training run from a recipe: tasks -> (SFT warm start) -> held-out eval -> (RFT round) -> GRPO ->
-held-out eval -> paired comparison. ``run_recipe`` checks the recipe, picks a backend and runs ``run_stages``; the
-stages are written once (``toolkit.train.stages``), each resumable by one rule (``toolkit.train.resume``).
-A backend (``toolkit.train.backends``: transformers + PEFT; ``toolkit.train.unsloth_backend``: Unsloth +
-vLLM on one GPU) supplies model loading, generation and weight sync. ``mcp-rl train --backend`` picks it.
+held-out eval -> paired comparison. ``run_recipe`` checks the recipe, picks a backend and runs
+``run_stages``; the stages are written once (``toolkit.train.stages``), each resumable by one rule
+(``toolkit.train.resume``). A backend (``toolkit.train.backends``: transformers + PEFT;
+``toolkit.train.unsloth_backend``: Unsloth + vLLM on one GPU) supplies model loading, generation and
+weight sync. ``mcp-rl train --backend`` picks it.
 
 The run folder's layout (``out``) is ``toolkit.runs.RunFolder``'s: ``recipe.json`` (the recipe as run;
 ``resume`` continues with it, a recipe that differs is refused unless ``allow_recipe_change``, and an
 allowed change is recorded in ``summary.json``'s ``recipe_changes``), ``tasks/``, ``sft/adapter/``,
-``rft/`` (with the recipe's ``rft`` section: ``samples.jsonl``, ``adapter/``), ``grpo/checkpoint-N/``, ``adapter/`` (``merged/`` with ``merge=True``), ``metrics.jsonl``, ``eval/``
-(dev, ``curve/step-N`` with ``curve=True``, ``test-seed<S>`` with ``test=True``) and ``summary.json``.
-Every stage is skipped on ``resume`` when its output exists, so a killed run picks up where it stopped.
+``rft/`` (with the recipe's ``rft`` section: ``samples.jsonl``, ``adapter/``), ``grpo/checkpoint-N/``,
+``adapter/`` (``merged/`` with ``merge=True``), ``metrics.jsonl``, ``eval/`` (dev, ``curve/step-N``
+with ``curve=True``, ``test-seed<S>`` with ``test=True``) and ``summary.json``. Every stage is skipped
+on ``resume`` when its output exists, so a killed run picks up where it stopped.
 
 Where the tasks come from: ``toolkit.train.task_sources``; the evaluations: ``toolkit.train.run_eval``.
 """

@@ -15,7 +15,8 @@ kind (``GoldFit``, logged and kept in the run's summary) and, with the recipe's
 Each conversation is rendered with TRL's training variant of the tool template, whose
 ``{% generation %}`` markers give the assistant-token mask; the rows are handed to SFTTrainer
 already tokenized (``input_ids`` + ``assistant_masks``), so nested tool arguments never pass through
-Arrow's one-schema-per-column typing.
+Arrow's one-schema-per-column typing. The optional RFT round (``toolkit.train.rft``) trains with the
+same ``run_sft`` on the model's own sampled episodes, as they were sampled (``episode_rows``).
 """
 
 from __future__ import annotations
