@@ -382,7 +382,7 @@ class RefillReport:
     guide_share: float | None = None
     guided: int = 0  # still-flat, all-failed slots that got a guided group (its round: rounds + 1)
     guided_kept: int = 0  # guided groups that took their slot
-    guided_calls: list[int] = dataclasses.field(default_factory=list)  # k of each guided group
+    guided_calls: list[int] = dataclasses.field(default_factory=list)  # gold calls made in each guided group
 
     def metrics(self) -> dict[str, float]:
         n = max(1, self.groups)
@@ -523,13 +523,14 @@ class DynamicSampling:
         new_trajs = run(new_tasks, [k for _, k in chosen for _ in range(group_size)])
         report.extra_episodes += len(new_trajs)
         report.guided += len(chosen)
-        report.guided_calls.extend(k for _, k in chosen)
         new_rewards = score(new_tasks, new_trajs)
         guided = {g for g, _ in chosen}
         still = [g for g in flat if g not in guided]
         for j, (g, _) in enumerate(chosen):
             part = slice(j * group_size, (j + 1) * group_size)
             old = slice(g * group_size, (g + 1) * group_size)
+            # the calls the loop made (it leaves the model one generation of max_turns), not those asked for
+            report.guided_calls.append(max(int(t.metadata.get("guided_calls", 0)) for t in new_trajs[part]))
             spread = group_spread(new_rewards[part], how)
             if spread > spreads[g]:  # the wider group takes the slot
                 report.discarded.append((report.slot_rounds[g], tasks[old], trajs[old]))
