@@ -406,7 +406,7 @@ def gold_sampling_backend():
 
 
 @pytest.mark.integration
-def test_a_recipe_with_rft_runs_sft_then_rft_then_grpo_and_resumes(tmp_path, gold_sampling_backend):
+def test_a_recipe_with_rft_runs_sft_then_rft_then_grpo_and_resumes(tmp_path, gold_sampling_backend, capsys):
     import shutil
 
     import torch
@@ -456,6 +456,15 @@ def test_a_recipe_with_rft_runs_sft_then_rft_then_grpo_and_resumes(tmp_path, gol
     steps = [(rec["phase"], rec["step"]) for rec in records if "loss" in rec or "reward" in rec]
     assert steps == [("sft", 1), ("rft", 2), ("grpo", 3)]
     assert summary["grpo_steps"] == 1 and "rft_s" in summary["timings_s"]
+    printed = capsys.readouterr().out
+    for line in (
+        "RFT: sampling 3 train tasks x 2 with the sft-only adapter at temperature 1.0",
+        "RFT kept 2 episodes of 4 right of 6 sampled (2 of 3 tasks); per kind kept/right/sampled: lookup 2/4/6",
+        "RFT: fine-tuning the warm start on 2 of its own episodes",
+        "rft step 1/1 | loss",
+        f"(RFT round: {out.rft_adapter})",
+    ):
+        assert line in printed, line
 
     # resumed after GRPO's outputs are gone: the round is done (its adapter), so it neither samples nor
     # trains again, and GRPO starts from its adapter once more
@@ -464,6 +473,7 @@ def test_a_recipe_with_rft_runs_sft_then_rft_then_grpo_and_resumes(tmp_path, gol
     backend.seen.clear()
     again = run_recipe(r, out.root, resume=True, backend=backend)
     assert backend.seen == [("train", out.rft_adapter)]
+    assert f"resume: RFT adapter found in {out.rft_adapter}" in capsys.readouterr().out
     assert again["rft"] == summary["rft"] and again["grpo_steps"] == 1
     records = [json.loads(line) for line in out.metrics_file.read_text().splitlines()]
     assert [rec["step"] for rec in records if rec["phase"] == "rft" and "loss" in rec] == [2]
