@@ -273,26 +273,14 @@ class SamplesOnly:
         raise AssertionError("nothing was kept: nothing may be trained")
 
 
-def open_test_run(tmp_path, rft, backend, resume=False):
+def open_test_run(tmp_path, rft, backend, resume=False, tasks=None, sft=None):
     from toolkit.runs import RunFolder
     from toolkit.train.stages import Run
 
     task = next(t for t in read_jsonl(EVAL_FILE, Task) if t.id == "eval-s0-00002")
-    r = cfg.recipe_from_dict({**BASE, "rft": rft})
-    return Run(
-        r,
-        RunFolder(tmp_path),
-        backend,
-        resume,
-        False,
-        "none",
-        [task, task],
-        [],
-        None,
-        {},
-        {},
-        r.loop_config(),
-    )
+    r = cfg.recipe_from_dict({**BASE, "sft": sft or BASE["sft"], "rft": rft})
+    folder, loop = RunFolder(tmp_path), r.loop_config()
+    return Run(r, folder, backend, resume, False, "none", tasks or [task, task], [], None, {}, {}, loop)
 
 
 def test_a_round_that_keeps_nothing_stops_or_skips_as_the_recipe_says_and_reads_its_samples_back(
@@ -329,6 +317,28 @@ def test_a_round_that_keeps_nothing_stops_or_skips_as_the_recipe_says_and_reads_
     other = open_test_run(tmp_path, {**skip, "num_generations": 3}, SamplesOnly(), resume=True)
     with pytest.raises(ValueError, match="not 3 per task of the round's 1 tasks"):
         train_rft(other)
+
+
+def test_kept_episodes_that_fit_no_row_stop_the_round(tmp_path, monkeypatch, tok):
+    """Right episodes all longer than the training's max_length leave nothing to train on: the round says
+    so, rather than handing the trainer no rows."""
+    import toolkit.agent.loop
+    from toolkit.agent.policies import GoldPolicy
+    from toolkit.train.stages import train_rft
+
+    sample = toolkit.agent.loop.rollout
+    monkeypatch.setattr(
+        toolkit.agent.loop, "rollout", lambda ts, policy, loop, n=1: sample(ts, GoldPolicy(tok), loop, n=n)
+    )
+    tasks = read_jsonl(TASKS, Task)[:2]
+    run = open_test_run(
+        tmp_path, {"num_generations": 1}, SamplesOnly(), tasks=tasks, sft={"max_steps": 1, "max_length": 10}
+    )
+    with pytest.raises(
+        ValueError, match="none of the 2 episodes kept fits max_length 10: nothing to fine-tune"
+    ):
+        train_rft(run)
+    assert run.summary["rft"]["kept"] == 2 and run.summary["rft"]["examples"] == 0
 
 
 def test_without_the_section_the_stage_does_nothing(tmp_path):

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import shutil
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -122,7 +123,8 @@ def open_run(
 
 
 def warm_start(run: Run) -> None:
-    """1. The SFT warm start on gold trajectories, into ``sft/adapter`` (none when the recipe has no sft)."""
+    """1. The SFT warm start on gold trajectories, into ``sft/adapter`` (none when the recipe has no sft; the
+    recipe's ``warm_start`` adapter copied there instead of training one when it names one)."""
     from toolkit.train.callbacks import MetricsJsonlCallback
     from toolkit.train.sft import run_sft, warm_start_rows
 
@@ -132,6 +134,12 @@ def warm_start(run: Run) -> None:
     if run.done(folder.sft_adapter / ADAPTER_MARKER):
         run.sft_steps = int(recipe.sft.get("max_steps", 0) or 0)
         log(f"resume: warm-start adapter found in {folder.sft_adapter}")
+        return
+    if recipe.warm_start is not None:  # made before the run (issue 49: one frozen warm start, many seeds)
+        shutil.copytree(recipe.warm_start, folder.sft_adapter, dirs_exist_ok=True)
+        run.sft_steps = int(recipe.sft.get("max_steps", 0) or 0)
+        run.summary["warm_start"] = str(recipe.warm_start)
+        log(f"warm start: the adapter of {recipe.warm_start} ({run.sft_steps} SFT steps), not trained here")
         return
     t0 = time.time()
     n_examples = recipe.sft.get("max_examples") or len(run.tasks)
@@ -230,10 +238,13 @@ def train_rft(run: Run) -> None:
     keep = keep_episodes(tasks, trajs, n, right_check(config.correct_by), config)
     if is_main_process() and not samples.exists():
         write_samples(samples, trajs)
-    run.summary["rft"] = keep.summary()
+    rows = episode_rows(keep.kept, max_length=training.get("max_length"))
+    run.summary["rft"] = {**keep.summary(), "examples": len(rows)}
     log(f"RFT {keep.line()}")
-    if not keep.kept:
+    if not rows:
         what = f"no episode of {keep.total('sampled')} sampled ({keep.total('right')} right) was kept"
+        if keep.kept:
+            what = f"none of the {len(keep.kept)} episodes kept fits max_length {training.get('max_length')}"
         if config.if_none_kept == "error":
             raise ValueError(
                 f"RFT: {what}: nothing to fine-tune on (more rft.num_generations or rft.max_tasks, another"
@@ -244,8 +255,6 @@ def train_rft(run: Run) -> None:
         return
     model, tokenizer = backend.grpo_model(run.warm)  # the warm-start adapter, trainable
     template = training_template(tokenizer)
-    rows = episode_rows(keep.kept, max_length=training.get("max_length"))
-    run.summary["rft"]["examples"] = len(rows)
     run.summary["rft"]["template_differs"] = sum(
         not template_reproduces(t, tokenizer, template) for t in keep.kept
     )
@@ -447,8 +456,11 @@ def closing_lines(
 ) -> list[str]:
     """Where the run's adapter and records are, and the command that evaluates the adapter on its own
     (``mcp-rl eval`` with the run's recipe, so it prompts and decodes as the run's evaluation does)."""
-    where = f"adapter: {folder.adapter}"
-    if recipe.sft is not None:
+    adapter = folder.adapter
+    if not has_adapter(adapter) and has_adapter(folder.sft_adapter):  # stopped after the warm start
+        adapter = folder.sft_adapter
+    where = f"adapter: {adapter}"
+    if recipe.sft is not None and adapter != folder.sft_adapter:
         where += f" (warm start: {folder.sft_adapter})"
     if has_adapter(folder.rft_adapter):
         where += f" (RFT round: {folder.rft_adapter})"
@@ -462,7 +474,7 @@ def closing_lines(
     else:
         suite = "--suite kit-eval" + (f" --tasks {q(str(eval_file))}" if eval_file else "")
     command = (
-        f"mcp-rl eval --policy {q(recipe.model)} --adapter {q(str(folder.adapter))} "
+        f"mcp-rl eval --policy {q(recipe.model)} --adapter {q(str(adapter))} "
         f"--recipe {q(str(folder.recipe_file))} {suite} --out {q(str(folder.eval_adapter))}"
     )
     return [where, records, f"next: {command}"]
