@@ -8,7 +8,7 @@ TORCH_INDEX ?=
 # The two third-party MCP servers the tests use through the external-server path.
 NPM_SERVERS := @modelcontextprotocol/server-memory@2026.8.31 @modelcontextprotocol/server-filesystem@2026.8.31
 
-.PHONY: setup demo test test-fast notebooks docs-notebooks lint bench reproduce-cpu clean
+.PHONY: setup demo test test-fast notebooks docs-notebooks lint bench reproduce-cpu reproduce-claim clean
 
 setup: $(STAMP)
 
@@ -65,6 +65,11 @@ bench: setup
 
 reproduce-cpu: setup
 	$(BIN)/mcp-rl train --recipe cpu-learn --out runs/cpu-learn --evaluate --curve --test
+
+# Issue 49's claim: warm starts of 30/60/120 SFT steps, the best frozen, GRPO seeds 0-2, test seeds 3101 and
+# 3102 (300 tasks, greedy and 4 samples a task), docs/cpu-proof/claim.json. Resumable: run it again.
+reproduce-claim: setup
+	$(BIN)/python -m bench.reproduce_claim runs/claim --out docs/cpu-proof/claim.json
 
 clean:
 	rm -rf build runs .pytest_cache .ruff_cache

@@ -19,7 +19,13 @@ A run folder (``RunFolder``):
 A published record (``mcp-rl publish``) keeps the run's ``summary.json``, ``recipe.json`` and
 ``metrics.jsonl`` under the same names, so ``RunFolder`` reads it too. A shipped pair (``ShippedFolder``,
 ``mcp-rl ship``): ``recipe.json``, ``record.json``, ``warm_start/`` (the run's ``sft/adapter``) and
-``grpo/`` (its ``adapter``)."""
+``grpo/`` (its ``adapter``).
+
+A claim's root (``ClaimFolder``, ``python -m bench.reproduce_claim``, issue 49): ``protocol.json``,
+``warm/sft-<N>/`` (a run per SFT length), ``warm_start/`` (the frozen adapter) with ``warm_start.json``,
+``grpo/seed-<S>/`` (a run per GRPO seed), ``tasks/test-seed<T>.jsonl`` and
+``eval/test-seed<T>/<adapter>/`` (``toolkit.eval.claim`` reads these two), ``test-synth/`` (where the
+test sets were synthesised)."""
 
 from __future__ import annotations
 
@@ -243,3 +249,44 @@ class ShippedFolder:
     def relative(self, path: Path) -> str:
         """A shipped file's name in the record (``warm_start/adapter_config.json``)."""
         return path.relative_to(self.root).as_posix()
+
+
+@dataclass(frozen=True)
+class ClaimFolder:
+    """A learning claim's root (module docstring): the runs it trains and the evaluations it reads."""
+
+    root: Path
+
+    def __init__(self, root: str | Path):
+        object.__setattr__(self, "root", Path(root))
+
+    @property
+    def protocol_file(self) -> Path:
+        return self.root / "protocol.json"
+
+    def warm_run(self, sft_steps: int) -> RunFolder:
+        return RunFolder(self.root / "warm" / f"sft-{sft_steps}")
+
+    @property
+    def warm_start(self) -> Path:
+        """The frozen warm start every GRPO seed starts from."""
+        return self.root / "warm_start"
+
+    @property
+    def warm_start_record(self) -> Path:
+        return self.root / "warm_start.json"
+
+    def grpo_run(self, seed: int) -> RunFolder:
+        return RunFolder(self.root / "grpo" / f"seed-{seed}")
+
+    def test_tasks(self, seed: int) -> Path:
+        return self.root / "tasks" / f"{seed_set_name(seed)}.jsonl"
+
+    @property
+    def test_synth(self) -> Path:
+        """Where the test sets are synthesised (a run-like folder: its tasks/)."""
+        return self.root / "test-synth"
+
+    def evaluation(self, seed: int, adapter: str) -> Path:
+        """An adapter's greedy results and samples on a test set."""
+        return self.root / "eval" / seed_set_name(seed) / adapter

@@ -62,6 +62,7 @@ TOP_LEVEL = {
     "max_tasks",
     "reward",
     "synth",
+    "warm_start",
     *SECTIONS,
 }
 
@@ -105,6 +106,10 @@ class Recipe:
     reward_config: dict[str, Any] = field(default_factory=dict)
     lora: dict[str, Any] = field(default_factory=dict)
     sft: dict[str, Any] | None = None
+    # An adapter folder to start from instead of training the warm start: copied into the run as its
+    # sft/adapter, the sft section then says how it was made (issue 49's frozen warm start, one for
+    # every GRPO seed). None: the sft section trains it. Omitted from to_dict when None.
+    warm_start: str | None = None
     rft: dict[str, Any] | None = None  # None: no RFT round (toolkit.train.rft); omitted from to_dict
     synth: dict[str, Any] | None = None  # generate tasks when no task files are named (mcp-rl synth)
     rollout: dict[str, Any] = field(default_factory=dict)
@@ -124,6 +129,8 @@ class Recipe:
         data = copy.deepcopy(self.__dict__)
         if data["rft"] is None:  # a recipe without the section is written (recipe.json) as before it existed
             del data["rft"]
+        if data["warm_start"] is None:  # likewise: recipe.json as before the key existed
+            del data["warm_start"]
         return data
 
 
@@ -204,6 +211,7 @@ def recipe_from_dict(data: dict[str, Any], name: str = "custom") -> Recipe:
     check_test_sets(name, data)
     check_sampling(name, data)
     check_rft(name, data)
+    check_warm_start(name, data)
     from toolkit.train.backends import recipe_backend_choices
 
     if data.get("backend", "auto") not in recipe_backend_choices():
@@ -215,6 +223,20 @@ def recipe_from_dict(data: dict[str, Any], name: str = "custom") -> Recipe:
     for section in ("lora", "rollout", "grpo", "grpo_sampling", "eval", "reward_config"):
         kwargs[section] = dict(kwargs.get(section) or {})
     return Recipe(name=name, **kwargs)
+
+
+def check_warm_start(name: str, data: dict[str, Any]) -> None:
+    """``warm_start``: a folder name, beside the sft section that made it (whose ``max_steps`` the GRPO
+    step count goes on from). Whether the folder holds an adapter is checked when a run starts."""
+    folder = data.get("warm_start")
+    if folder is None:
+        return
+    if not isinstance(folder, str) or not folder:
+        raise RecipeError(f"recipe {name!r}: warm_start must be an adapter folder, got {folder!r}")
+    if not data.get("sft"):
+        raise RecipeError(
+            f"recipe {name!r}: warm_start needs the sft section that made the adapter (its max_steps)"
+        )
 
 
 def check_sampling(name: str, data: dict[str, Any]) -> None:

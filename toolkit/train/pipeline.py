@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from toolkit.records import Task
-from toolkit.runs import RunFolder
+from toolkit.runs import RunFolder, has_adapter
 from toolkit.train.backends import make_backend
 from toolkit.train.config import Recipe
 from toolkit.train.resume import read_run_recipe, record_recipe_change, resumed_recipe, write_run_recipe
@@ -114,8 +114,11 @@ def run_recipe(
     report_to: str | list[str] = "none",
     vllm_url: str | None = None,
     allow_recipe_change: bool = False,
+    stop_after: str | None = None,
 ) -> dict[str, Any]:
     """Run a recipe end to end; returns the run summary (also written to ``out/summary.json``).
+
+    ``stop_after="sft"``: the warm start only (issue 49's protocol trains several and freezes one).
 
     ``backend``: ``auto`` | ``cpu`` | ``gpu`` | ``vllm`` | ``vllm-server`` (default: the recipe's; a
     recipe's ``vllm`` falls back to ``cpu`` where vLLM is not installed), or a backend object.
@@ -142,6 +145,8 @@ def run_recipe(
     check_recipe_types(recipe)  # a bad key or value fails now, not after the warm start (imports TRL)
     check_task_file(recipe.tasks, f"recipe {recipe.name!r}: tasks")
     check_task_file(recipe.eval_tasks, f"recipe {recipe.name!r}: eval_tasks")
+    if recipe.warm_start is not None and not has_adapter(Path(recipe.warm_start)):
+        raise FileNotFoundError(f"recipe {recipe.name!r}: warm_start {recipe.warm_start} holds no adapter")
     for warning in schedule_warnings(recipe):
         log(f"warning: {warning}")
     if chosen is not None:
@@ -169,6 +174,7 @@ def run_recipe(
         curve=curve,
         merge=merge,
         report_to=report_to,
+        stop_after=stop_after,
     )
 
 
@@ -183,6 +189,7 @@ def run_stages(
     curve: bool = False,
     merge: bool = False,
     report_to: Any = "none",
+    stop_after: str | None = None,
 ) -> dict[str, Any]:
     """The stages, once for every backend (``toolkit.train.stages``); each is skipped on ``resume`` when
     its output exists. ``evaluate``: the dev set before and after GRPO (one process evaluates; the
@@ -190,8 +197,12 @@ def run_stages(
     the recipe's ``eval.test_sets`` (``summary["test"]``, keyed by seed). ``curve`` (with ``evaluate``):
     every kept GRPO checkpoint on the dev set too (``summary["curve"]``)."""
     evaluate = evaluate and is_main_process()
+    if stop_after not in (None, "sft"):
+        raise ValueError(f"stop_after must be None or 'sft', got {stop_after!r}")
     run = open_run(recipe, RunFolder(out), backend, resume=resume, evaluate=evaluate, report_to=report_to)
     warm_start(run)
+    if stop_after == "sft":
+        return close_run(run)
     if evaluate:
         evaluate_before(run)
     train_rft(run)

@@ -1,0 +1,349 @@
+"""Issue 49's learning claim end to end, resumable: the protocol of docs/cpu-proof/README.md as one command.
+
+    python -m bench.reproduce_claim runs/claim --out docs/cpu-proof/claim.json      (make reproduce-cpu)
+
+The stages, in order; each is skipped when its outputs exist, so a killed run goes on where it stopped
+(run it again with the same arguments):
+
+1. **warm**: the recipe's SFT warm start at each length (30, 60, 120 steps) into ``ROOT/warm/sft-<N>``,
+   each evaluated on the dev set (the recipe's eval split) greedy (``eval/dev``) and sampled, k episodes
+   per task at the rollout temperature (``eval/dev/samples.jsonl``).
+2. **freeze**: the length with the best greedy dev pass@0.75 (ties: the sampled metric, then the shorter)
+   is copied to ``ROOT/warm_start``; ``ROOT/warm_start.json`` records the choice, every length's dev
+   numbers and the sha256 of every file. On a later start the copy is checked against those hashes.
+3. **grpo**: the recipe trained from the frozen warm start (its ``warm_start`` key) once per GRPO seed
+   (the recipe's ``seed``; nothing else differs) into ``ROOT/grpo/seed-<S>``.
+4. **test**: each test set (seeds 3101 and 3102, 300 tasks: the recipe's synth settings from a seed no run
+   has used) into ``ROOT/tasks/test-seed<T>.jsonl``; the warm start and every GRPO adapter evaluated on it
+   greedy and sampled into ``ROOT/eval/test-seed<T>/<adapter>/{results,samples}.jsonl``.
+5. **claim**: ``toolkit.eval.claim`` over ROOT, written to ``--out``.
+
+The protocol's numbers are the defaults. Smaller ones (``--sft-lengths``, ``--grpo-seeds``, ...) make a
+rehearsal, not the claim: the values are written to ``ROOT/protocol.json`` when the root is made, and a
+later start with other values is refused (a changed protocol needs a new root).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import shutil
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from toolkit.records import Task, dumps, read_jsonl, write_jsonl
+from toolkit.runs import ClaimFolder
+
+SFT_LENGTHS = (30, 60, 120)
+GRPO_SEEDS = (0, 1, 2)
+TEST_SEEDS = (3101, 3102)
+TEST_TASKS = 300
+SAMPLES = 4
+WARM_START = "warm_start"  # toolkit.eval.claim's name for the warm start's evaluations
+
+
+def say(message: str, started: float | None = None) -> None:
+    took = f" ({time.time() - started:.0f} s)" if started is not None else ""
+    print(f"[claim] {message}{took}", flush=True)
+
+
+# ---- the protocol and its root ------------------------------------------------------------------------
+
+
+def protocol(args: argparse.Namespace) -> dict[str, Any]:
+    return {
+        "recipe": str(args.recipe),
+        "sft_lengths": list(args.sft_lengths),
+        "grpo_seeds": list(args.grpo_seeds),
+        "test_seeds": list(args.test_seeds),
+        "test_tasks": args.test_tasks,
+        "samples": args.samples,
+        "dev_tasks": args.dev_tasks,
+        "set": list(args.set),
+    }
+
+
+def open_root(root: Path, wanted: dict[str, Any]) -> None:
+    """Write ``protocol.json`` in a new root; refuse a root made with other values."""
+    path = ClaimFolder(root).protocol_file
+    if path.exists():
+        had = json.loads(path.read_text())
+        if had != wanted:
+            changed = sorted(k for k in set(had) | set(wanted) if had.get(k) != wanted.get(k))
+            raise SystemExit(
+                f"{root} was started with another protocol ({', '.join(changed)} differ: {path}); "
+                "a changed protocol needs a new root"
+            )
+        return
+    root.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(wanted, indent=1) + "\n")
+
+
+def base_recipe(args: argparse.Namespace) -> Any:
+    """The recipe with the ``--set`` overrides: what every stage starts from."""
+    from toolkit.cli.train import parse_set_items
+    from toolkit.train.config import load_recipe, with_overrides
+
+    overrides, unset = parse_set_items(args.set)
+    return with_overrides(load_recipe(args.recipe), overrides, unset=unset)
+
+
+def derived(recipe: Any, **overrides: Any) -> Any:
+    """The recipe with dotted-key overrides (``derived(r, **{"sft.max_steps": 30})``)."""
+    from toolkit.train.config import with_overrides
+
+    return with_overrides(recipe, overrides)
+
+
+def sha256_tree(folder: Path) -> dict[str, str]:
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
+
+
+# ---- evaluations ---------------------------------------------------------------------------------------
+
+
+class Evaluator:
+    """Greedy and sampled evaluations of adapters with the recipe's backend (one, reused, freed after each)."""
+
+    def __init__(self, recipe: Any, samples: int):
+        self.recipe, self.samples = recipe, samples
+        self._backend = None
+
+    @property
+    def backend(self) -> Any:
+        if self._backend is None:
+            from toolkit.train.pipeline import choose_backend, make_backend
+
+            self._backend = make_backend(choose_backend(self.recipe), self.recipe)
+        return self._backend
+
+    def greedy(self, adapter: Path, label: str, tasks: list[Task], folder: Path) -> None:
+        from toolkit.train.run_eval import eval_loop_config, evaluate_adapter
+
+        evaluate_adapter(self.backend, adapter, label, tasks, folder, eval_loop_config(self.recipe))
+
+    def sampled(self, adapter: Path, label: str, tasks: list[Task], out: Path) -> None:
+        """``samples`` scored episodes per task at the rollout temperature (``bench.gain_zones``' rows)."""
+        if out.exists():
+            return
+        from bench.gain_zones import sample_scores
+
+        started = time.time()
+        temperature = float(self.recipe.rollout.get("temperature", 1.0))
+        say(f"sampling {label}: {len(tasks)} tasks x {self.samples} at temperature {temperature}")
+        policy = self.backend.eval_policy(adapter, label)
+        try:
+            rows = sample_scores(
+                tasks, policy, self.recipe.loop_config(temperature=temperature), self.samples
+            )
+        finally:
+            self.backend.release()
+        out.parent.mkdir(parents=True, exist_ok=True)
+        partial = out.with_suffix(".partial")
+        write_jsonl(partial, rows)
+        partial.rename(out)  # written whole or not at all: a killed run samples again
+        say(f"sampled {label} -> {out}", started)
+
+
+def pass_rates(folder: Path) -> tuple[float, float]:
+    """(greedy pass@0.75, sampled mean pass) of an evaluation folder (results.jsonl, samples.jsonl)."""
+    from toolkit.eval.claim import sampled_pass
+    from toolkit.eval.metrics import task_passed
+    from toolkit.records import SampleRow, read_task_results
+
+    results = read_task_results(folder / "results.jsonl")
+    greedy = float(np.mean([task_passed(r) for r in results])) if results else 0.0
+    per_task, _ = sampled_pass(read_jsonl(folder / "samples.jsonl", SampleRow))
+    return greedy, float(np.mean(list(per_task.values()))) if per_task else 0.0
+
+
+def choose_warm_start(dev: dict[int, tuple[float, float]]) -> int:
+    """The SFT length with the best greedy dev pass; ties: the sampled metric, then the shorter."""
+    return min(dev, key=lambda n: (-dev[n][0], -dev[n][1], n))
+
+
+# ---- the stages ----------------------------------------------------------------------------------------
+
+
+def warm_stage(root: Path, base: Any, args: argparse.Namespace, evaluator: Evaluator) -> dict:
+    """1. one warm start per SFT length, each on the dev set; returns length -> (greedy, sampled)."""
+    from toolkit.runs import has_adapter
+    from toolkit.train.pipeline import run_recipe
+    from toolkit.train.task_sources import read_tasks, resolve_task_files
+
+    dev: dict[int, tuple[float, float]] = {}
+    for steps in args.sft_lengths:
+        run = ClaimFolder(root).warm_run(steps)
+        out = run.root
+        recipe = derived(base, **{"sft.max_steps": steps})
+        if not has_adapter(run.sft_adapter):
+            started = time.time()
+            say(f"warm start, {steps} SFT steps, into {out}")
+            run_recipe(recipe, out, resume=True, stop_after="sft")
+            say(f"warm start of {steps} steps done", started)
+        tasks = read_tasks(resolve_task_files(recipe, out)[1], "eval")[: args.dev_tasks]
+        folder = run.eval_named("dev")
+        evaluator.greedy(run.sft_adapter, f"sft-{steps}", tasks, folder)
+        evaluator.sampled(run.sft_adapter, f"sft-{steps}", tasks, folder / "samples.jsonl")
+        dev[steps] = pass_rates(folder)
+        say(f"sft-{steps} on {len(tasks)} dev tasks: greedy {dev[steps][0]:.3f}, sampled {dev[steps][1]:.3f}")
+    return dev
+
+
+def freeze_stage(root: Path, dev: dict[int, tuple[float, float]]) -> int:
+    """2. copy the chosen warm start to ROOT/warm_start once; later starts check it is unchanged."""
+    claim = ClaimFolder(root)
+    frozen, record = claim.warm_start, claim.warm_start_record
+    if record.exists():
+        kept = json.loads(record.read_text())
+        if sha256_tree(frozen) != kept["sha256"]:
+            raise SystemExit(f"{frozen} differs from the hashes in {record}: the frozen warm start changed")
+        say(f"frozen warm start: {kept['sft_steps']} SFT steps ({record})")
+        return int(kept["sft_steps"])
+    steps = choose_warm_start(dev)
+    source = claim.warm_run(steps).sft_adapter
+    shutil.copytree(source, frozen)
+    record.write_text(
+        json.dumps(
+            {
+                "sft_steps": steps,
+                "source": str(source),
+                "dev": {str(n): {"greedy_pass": g, "sampled_pass": s} for n, (g, s) in sorted(dev.items())},
+                "rule": "best greedy dev pass@0.75; ties: sampled, then fewer steps",
+                "sha256": sha256_tree(frozen),
+            },
+            indent=1,
+        )
+        + "\n"
+    )
+    say(f"froze the {steps}-step warm start into {frozen}")
+    return steps
+
+
+def grpo_stage(root: Path, base: Any, args: argparse.Namespace, sft_steps: int) -> dict[int, Path]:
+    """3. GRPO from the frozen warm start, once per seed; returns seed -> adapter."""
+    from toolkit.runs import has_adapter
+    from toolkit.train.pipeline import run_recipe
+
+    claim = ClaimFolder(root)
+    adapters = {}
+    for seed in args.grpo_seeds:
+        run = claim.grpo_run(seed)
+        out = run.root
+        if not (has_adapter(run.adapter) and run.summary_file.exists()):
+            started = time.time()
+            say(f"GRPO seed {seed} from the frozen warm start, into {out}")
+            # sft.max_steps: what the frozen adapter was trained with (the run's step count goes on from it)
+            overrides = {"seed": seed, "warm_start": str(claim.warm_start), "sft.max_steps": sft_steps}
+            run_recipe(derived(base, **overrides), out, resume=True)
+            say(f"GRPO seed {seed} done", started)
+        adapters[seed] = run.adapter
+    return adapters
+
+
+def test_stage(
+    root: Path, recipe: Any, args: argparse.Namespace, evaluator: Evaluator, adapters: dict[str, Path]
+) -> None:
+    """4. each test set synthesized once, every adapter evaluated on it greedy and sampled."""
+    from toolkit.train.task_sources import held_out_set
+
+    claim = ClaimFolder(root)
+    for seed in args.test_seeds:
+        task_file = claim.test_tasks(seed)
+        if not task_file.exists():
+            tasks = held_out_set(recipe, seed, args.test_tasks, claim.test_synth)
+            if len(tasks) < args.test_tasks:
+                raise SystemExit(
+                    f"test seed {seed}: only {len(tasks)} tasks of {args.test_tasks} after the filter"
+                )
+            write_jsonl(task_file, tasks)
+        tasks = read_jsonl(task_file, Task)
+        for label, adapter in adapters.items():
+            folder = claim.evaluation(seed, label)
+            evaluator.greedy(adapter, label, tasks, folder)
+            evaluator.sampled(adapter, label, tasks, folder / "samples.jsonl")
+
+
+def claim_stage(root: Path, out: Path) -> dict[str, Any]:
+    """5. the claim over ROOT (``toolkit.eval.claim``)."""
+    from toolkit.eval.claim import compute_claim, read_root
+
+    claim = compute_claim(*read_root(root))
+    claim["protocol"] = json.loads(ClaimFolder(root).protocol_file.read_text())
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(dumps(claim, indent=1, sort_keys=True) + "\n")
+    met = sum(claim["criteria"].values())
+    say(f"criteria met: {met} of {len(claim['criteria'])}; wrote {out}")
+    return claim
+
+
+def reproduce(args: argparse.Namespace) -> dict[str, Any]:
+    root: Path = args.root
+    open_root(root, protocol(args))
+    recipe = base_recipe(args)
+    if not recipe.sft:
+        raise SystemExit(f"recipe {args.recipe}: the protocol needs an sft section (the warm start)")
+    evaluator = Evaluator(recipe, args.samples)
+    started = time.time()
+    dev = warm_stage(root, recipe, args, evaluator)
+    sft_steps = freeze_stage(root, dev)
+    grpo = grpo_stage(root, recipe, args, sft_steps)
+    adapters = {WARM_START: ClaimFolder(root).warm_start, **{f"grpo-seed{s}": a for s, a in grpo.items()}}
+    test_stage(root, recipe, args, evaluator, adapters)
+    claim = claim_stage(root, args.out)
+    say("every stage done", started)
+    return claim
+
+
+def _ints(text: str) -> list[int]:
+    try:
+        values = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{text!r}: a comma-separated list of integers") from exc
+    if not values or any(v < 0 for v in values) or len(set(values)) != len(values):
+        raise argparse.ArgumentTypeError(f"{text!r}: distinct integers >= 0, at least one")
+    return values
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: must be at least 1")
+    return value
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.reproduce_claim", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument("root", type=Path, help="the claim's folder (runs, tasks, evaluations); resumable")
+    parser.add_argument("--out", type=Path, required=True, help="the claim.json to write")
+    parser.add_argument("--recipe", default="cpu-learn", help="recipe name or YAML path (default cpu-learn)")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="recipe override")
+    parser.add_argument("--sft-lengths", type=_ints, default=list(SFT_LENGTHS), help="default 30,60,120")
+    parser.add_argument("--grpo-seeds", type=_ints, default=list(GRPO_SEEDS), help="default 0,1,2")
+    parser.add_argument("--test-seeds", type=_ints, default=list(TEST_SEEDS), help="default 3101,3102")
+    parser.add_argument("--test-tasks", type=_positive, default=TEST_TASKS, help="tasks per test seed (300)")
+    parser.add_argument("--samples", type=_positive, default=SAMPLES, help="sampled episodes per task (4)")
+    parser.add_argument("--dev-tasks", type=_positive, default=None, help="only the first N dev tasks")
+    parser.add_argument("--verbose", action="store_true", help="show the libraries' logs and warnings")
+    args = parser.parse_args(argv)
+    if args.samples < 2:
+        parser.error("--samples must be at least 2 (a sampled pass rate)")
+    from toolkit.train.quiet import quiet_libraries
+
+    quiet_libraries(args.verbose or None)  # before vLLM, TRL or transformers are imported, as mcp-rl train
+    reproduce(args)
+
+
+if __name__ == "__main__":  # vLLM's engine starts in a spawned process: the guard keeps it from re-running
+    main()

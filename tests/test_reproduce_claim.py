@@ -1,0 +1,137 @@
+"""`python -m bench.reproduce_claim` (make reproduce-cpu): issue 49's protocol as one resumable command.
+
+The rules are checked on their own (the choice of the warm start, the frozen copy and its hashes, a root
+made with another protocol), then the whole command runs once on the tiny random model with the smallest
+protocol (two SFT lengths, two GRPO seeds, one test set of 2 tasks, 2 samples a task) and once more to
+show that a finished root is read back, not trained or evaluated again."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from bench import reproduce_claim as rc
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def test_the_warm_start_is_the_best_greedy_then_sampled_then_shorter():
+    assert rc.choose_warm_start({30: (0.20, 0.10), 60: (0.25, 0.05), 120: (0.22, 0.30)}) == 60
+    assert rc.choose_warm_start({30: (0.25, 0.10), 60: (0.25, 0.12), 120: (0.25, 0.12)}) == 60
+    assert rc.choose_warm_start({120: (0.3, 0.2), 30: (0.3, 0.2)}) == 30
+
+
+def test_a_root_refuses_another_protocol(tmp_path):
+    args = argparse.Namespace(
+        recipe="cpu-learn", sft_lengths=[30], grpo_seeds=[0], test_seeds=[3101], test_tasks=300,
+        samples=4, dev_tasks=None, set=[],
+    )  # fmt: skip
+    rc.open_root(tmp_path / "root", rc.protocol(args))
+    rc.open_root(tmp_path / "root", rc.protocol(args))  # the same: fine
+    args.grpo_seeds = [0, 1]
+    with pytest.raises(SystemExit, match="grpo_seeds differ"):
+        rc.open_root(tmp_path / "root", rc.protocol(args))
+
+
+def test_the_frozen_warm_start_is_copied_once_and_checked_on_every_start(tmp_path):
+    for steps in (1, 2):
+        adapter = tmp_path / "warm" / f"sft-{steps}" / "sft" / "adapter"
+        adapter.mkdir(parents=True)
+        (adapter / "adapter_config.json").write_text(json.dumps({"steps": steps}))
+    assert rc.freeze_stage(tmp_path, {1: (0.1, 0.2), 2: (0.3, 0.0)}) == 2
+    record = json.loads((tmp_path / "warm_start.json").read_text())
+    assert record["sft_steps"] == 2 and set(record["dev"]) == {"1", "2"}
+    assert json.loads((tmp_path / "warm_start" / "adapter_config.json").read_text()) == {"steps": 2}
+    # a later start keeps the choice, whatever the dev numbers now say
+    assert rc.freeze_stage(tmp_path, {1: (0.9, 0.9), 2: (0.0, 0.0)}) == 2
+    (tmp_path / "warm_start" / "adapter_config.json").write_text("{}")
+    with pytest.raises(SystemExit, match="frozen warm start changed"):
+        rc.freeze_stage(tmp_path, {})
+
+
+def test_bad_protocol_values_are_refused_before_anything_runs(tmp_path):
+    for flag in (["--grpo-seeds", "0,0"], ["--sft-lengths", "x"], ["--samples", "1"], ["--test-tasks", "0"]):
+        done = subprocess.run(
+            [sys.executable, "-m", "bench.reproduce_claim", str(tmp_path / "r"), "--out", "c.json", *flag],
+            capture_output=True, text=True, cwd=REPO,
+        )  # fmt: skip
+        assert done.returncode == 2, (flag, done.stderr)
+        assert not (tmp_path / "r").exists()
+
+
+TINY = {
+    "model": "tiny-random",
+    "backend": "cpu",
+    "reward": "rubric",
+    "synth": {"preset": "cpu", "n": 12, "n_eval": 4, "seed": 1},
+    "lora": {"r": 4, "lora_alpha": 8, "target_modules": "all-linear"},
+    "rollout": {"max_turns": 2, "max_new_tokens": 6, "max_context_tokens": 2048, "temperature": 1.0},
+    "sft": {"max_examples": 2, "max_steps": 1, "per_device_train_batch_size": 2, "learning_rate": 1e-3},
+    "grpo": {"num_generations": 2, "per_device_train_batch_size": 2, "max_steps": 1, "learning_rate": 1e-3},
+}
+
+
+@pytest.mark.integration
+def test_the_smallest_protocol_runs_end_to_end_and_resumes(tmp_path):
+    recipe = tmp_path / "tiny.yaml"
+    recipe.write_text(yaml.safe_dump(TINY))
+    root, out = tmp_path / "claim", tmp_path / "claim.json"
+    cmd = [
+        sys.executable,
+        "-m",
+        "bench.reproduce_claim",
+        str(root),
+        "--out",
+        str(out),
+        "--recipe",
+        str(recipe),
+    ]
+    # one SFT length (the choice between lengths is tested above), two GRPO seeds
+    cmd += ["--sft-lengths", "1", "--grpo-seeds", "0,1", "--test-seeds", "11", "--test-tasks", "2"]
+    cmd += ["--samples", "2", "--dev-tasks", "2"]
+    env = {**os.environ, "MCP_RL_THREADS": "1"}
+    first = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, env=env)
+    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
+
+    frozen = json.loads((root / "warm_start.json").read_text())
+    assert frozen["sft_steps"] == 1 and set(frozen["dev"]) == {"1"}
+    for seed in (0, 1):
+        recipe_json = json.loads((root / "grpo" / f"seed-{seed}" / "recipe.json").read_text())
+        assert recipe_json["seed"] == seed and recipe_json["warm_start"] == str(root / "warm_start")
+    for adapter in ("warm_start", "grpo-seed0", "grpo-seed1"):
+        folder = root / "eval" / "test-seed11" / adapter
+        assert len((folder / "results.jsonl").read_text().splitlines()) == 2
+        assert len((folder / "samples.jsonl").read_text().splitlines()) == 4  # 2 tasks x 2 samples
+    claim = json.loads(out.read_text())
+    assert [str(s) for s in claim["grpo_seeds"]] == ["0", "1"]
+    assert claim["protocol"]["test_tasks"] == 2
+
+    again = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, env=env)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "warm start, " not in again.stdout and "GRPO seed 0 from" not in again.stdout
+    assert "sampling " not in again.stdout and json.loads(out.read_text()) == claim
+    assert (
+        "Loading weights" not in first.stderr and "UserWarning" not in first.stderr
+    )  # quiet, as mcp-rl train
+
+
+def test_a_recipe_warm_start_is_checked_before_any_stage(tmp_path):
+    from toolkit.train.config import RecipeError, recipe_from_dict
+    from toolkit.train.pipeline import run_recipe
+
+    with pytest.raises(RecipeError, match="warm_start needs the sft section"):
+        recipe_from_dict({**TINY, "sft": None, "warm_start": str(tmp_path)})
+    with pytest.raises(RecipeError, match="warm_start must be an adapter folder"):
+        recipe_from_dict({**TINY, "warm_start": 3})
+    recipe = recipe_from_dict({**TINY, "warm_start": str(tmp_path / "nothing")})
+    with pytest.raises(FileNotFoundError, match="holds no adapter"):
+        run_recipe(recipe, tmp_path / "run", backend="cpu")
+    assert not (tmp_path / "run").exists()  # nothing written
+    assert "warm_start" not in recipe_from_dict(TINY).to_dict()  # recipe.json as before the key
