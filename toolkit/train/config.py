@@ -13,6 +13,8 @@ A recipe has these sections (each documented, with its source, in the recipe fil
 - ``lora``: ``peft.LoraConfig`` fields
 - ``sft``: ``None`` for no warm start, else ``trl.SFTConfig`` fields (+ ``max_examples``,
   ``one_call_per_turn``, ``drop_unfit_gold``)
+- ``warm_start``: optional, an adapter folder made before the run that GRPO starts from instead of
+  training one (the ``sft`` section then records how it was made)
 - ``rft``: optional, off by default: a round of rejection-sampling fine-tuning between the warm start
   and GRPO (``toolkit.train.rft``): the kit's keys (``RftConfig``: num_generations, temperature,
   max_tasks, max_per_task, correct_by, shortest_by, keep_failed_calls, if_none_kept) plus ``trl.SFTConfig``
@@ -22,7 +24,8 @@ A recipe has these sections (each documented, with its source, in the recipe fil
 - ``grpo``: ``trl.GRPOConfig`` fields, passed through unchanged (TRL documents each one)
 - ``grpo_sampling``: which tasks share a GRPO step and dynamic sampling
   (``toolkit.train.batching.SamplingConfig``: order, kind_weights, min_spread, spread, spread_on, max_refill_rounds,
-  flat_groups, shared_prefix_update)
+  flat_groups, shared_prefix_update, prescreen_samples, and guidance for groups where every episode
+  failed: guide_share, guide_decay_steps, guide_below)
 - ``eval``: held-out evaluation budgets for ``mcp-rl train --evaluate``
 
 Overrides use dotted keys: ``with_overrides(recipe, {"grpo.max_steps": 5})``.
