@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from toolkit.argtypes import positive_int
 from toolkit.records import Task, dumps, read_jsonl, write_jsonl
 from toolkit.runs import ClaimFolder
 
@@ -314,13 +315,6 @@ def _ints(text: str) -> list[int]:
     return values
 
 
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r}: must be at least 1")
-    return value
-
-
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         prog="python -m bench.reproduce_claim", description=__doc__.split("\n")[0]
@@ -332,9 +326,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--sft-lengths", type=_ints, default=list(SFT_LENGTHS), help="default 30,60,120")
     parser.add_argument("--grpo-seeds", type=_ints, default=list(GRPO_SEEDS), help="default 0,1,2")
     parser.add_argument("--test-seeds", type=_ints, default=list(TEST_SEEDS), help="default 3101,3102")
-    parser.add_argument("--test-tasks", type=_positive, default=TEST_TASKS, help="tasks per test seed (300)")
-    parser.add_argument("--samples", type=_positive, default=SAMPLES, help="sampled episodes per task (4)")
-    parser.add_argument("--dev-tasks", type=_positive, default=None, help="only the first N dev tasks")
+    parser.add_argument(
+        "--test-tasks", type=positive_int, default=TEST_TASKS, help="tasks per test seed (300)"
+    )
+    parser.add_argument("--samples", type=positive_int, default=SAMPLES, help="sampled episodes per task (4)")
+    parser.add_argument("--dev-tasks", type=positive_int, default=None, help="only the first N dev tasks")
     parser.add_argument("--verbose", action="store_true", help="show the libraries' logs and warnings")
     args = parser.parse_args(argv)
     if args.samples < 2:
