@@ -62,16 +62,28 @@ def test_the_clock_reads_minutes_then_hours():
     ]
 
 
-def test_last_printed_line_reads_stdout_only():
+def test_last_printed_line_reads_stdout_and_kit_progress_on_stderr():
+    """Before: only stdout was read, so a cell whose work reports on stderr (``run_eval``'s Progress, as
+    notebook 05's BFCL cell) beat for 14 minutes with no last output."""
     cell = nbformat.v4.new_code_cell("")
     assert notebooks.last_printed_line(cell) == ""
     cell.outputs = [
         nbformat.v4.new_output(
             "stream", name="stdout", text="step 1/4 reward 0.10\nstep 2/4 reward 0.20\n\n"
         ),
-        nbformat.v4.new_output("stream", name="stderr", text="a warning\n"),
+        nbformat.v4.new_output("stream", name="stderr", text="a warning\n[W socket] noise\n"),
     ]
-    assert notebooks.last_printed_line(cell) == "step 2/4 reward 0.20"
+    assert notebooks.last_printed_line(cell) == "step 2/4 reward 0.20"  # library noise is not echoed
+    cell.outputs.append(
+        nbformat.v4.new_output(
+            "stream",
+            name="stderr",
+            text="[eval] 3/30 episodes, 9.0 s/episode\n[eval] 6/30 episodes, 8.7 s/episode, pass so far 0.17\n",
+        )
+    )
+    assert notebooks.last_printed_line(cell) == "[eval] 6/30 episodes, 8.7 s/episode, pass so far 0.17"
+    cell.outputs.append(nbformat.v4.new_output("stream", name="stdout", text="before: done\n"))
+    assert notebooks.last_printed_line(cell) == "before: done"
 
 
 @pytest.mark.integration

@@ -8,7 +8,7 @@ notebook writes its artifacts), plus any ``--param NAME=VALUE``. A cell error st
 
 Progress: one line as each code cell starts and ends (which notebook, cell i of n, its seconds, the time since
 the notebook started), and every ``HEARTBEAT_S`` a line for a cell still running, with its latest printed
-line (notebook 04's training cell runs for minutes). The kernels start quiet: libraries' log lines and
+line or kit progress line (notebook 04's training cell runs for minutes). The kernels start quiet: libraries' log lines and
 warnings are turned down as ``mcp-rl train`` does (``toolkit.train.quiet``) before any cell runs, so they
 reach neither the terminal nor the executed copies; ``--verbose`` / ``MCP_RL_VERBOSE=1`` keeps them.
 
@@ -248,17 +248,24 @@ class CellProgress:
             )
 
 
+# The kit's own progress lines on stderr ("[eval] 12/30 episodes, 9.1 s/episode", "[grpo] step 3/4 ...");
+# other stderr lines are library noise a heartbeat should not echo.
+KIT_PROGRESS_LINE = re.compile(r"^\[[a-z][a-z0-9_/-]*\] ")
+
+
 def last_printed_line(cell: Any) -> str:
-    """The last non-empty line a running cell has written to stdout so far ("" when none)."""
+    """The last non-empty line a running cell has written so far ("" when none): from stdout, or a kit
+    progress line from stderr (``toolkit.eval.watch.Progress`` writes there) when that came later."""
     for out in reversed(list(cell.get("outputs", []))):
-        if out.get("output_type") == "stream" and out.get("name") == "stdout":
-            text = out.get("text", "")
-            lines = [
-                line.strip() for line in ("".join(text) if isinstance(text, list) else text).splitlines()
-            ]
-            lines = [line for line in lines if line]
-            if lines:
-                return lines[-1]
+        if out.get("output_type") != "stream" or out.get("name") not in ("stdout", "stderr"):
+            continue
+        text = out.get("text", "")
+        lines = [line.strip() for line in ("".join(text) if isinstance(text, list) else text).splitlines()]
+        if out["name"] == "stderr":
+            lines = [line for line in lines if KIT_PROGRESS_LINE.match(line)]
+        lines = [line for line in lines if line]
+        if lines:
+            return lines[-1]
     return ""
 
 
