@@ -488,3 +488,22 @@ def test_a_recipe_with_rft_runs_sft_then_rft_then_grpo_and_resumes(tmp_path, gol
     records = [json.loads(line) for line in out.metrics_file.read_text().splitlines()]
     assert [rec["step"] for rec in records if rec["phase"] == "rft" and "loss" in rec] == [2]
     assert [rec["step"] for rec in records if rec["phase"] == "grpo" and "reward" in rec] == [3, 3]
+
+
+@pytest.mark.integration
+def test_stop_after_rft_trains_the_round_and_no_grpo(tmp_path, gold_sampling_backend, capsys):
+    """``run_recipe(stop_after="rft")`` (``bench.lever_rft`` measures the round alone): the warm start and
+    the round, no GRPO; the closing line names the round's adapter as the run's."""
+    from toolkit.runs import RunFolder, has_adapter
+    from toolkit.train.pipeline import run_recipe
+
+    out = RunFolder(tmp_path / "run")
+    r = cfg.recipe_from_dict(SMALL, "small-rft")
+    backend = gold_sampling_backend(r)
+    summary = run_recipe(r, out.root, backend=backend, stop_after="rft")
+    assert backend.seen == [("rft", out.sft_adapter), ("train", out.sft_adapter)]
+    assert has_adapter(out.rft_adapter) and not has_adapter(out.adapter) and "grpo_steps" not in summary
+    assert f"adapter: {out.rft_adapter} (warm start: {out.sft_adapter})\n" in capsys.readouterr().out
+    with pytest.raises(ValueError, match="stop_after must be None, 'sft' or 'rft'"):
+        run_recipe(r, tmp_path / "other", backend=backend, stop_after="grpo")
+    assert not (tmp_path / "other").exists()  # refused before anything is written

@@ -101,6 +101,14 @@ def choose_backend(recipe: Recipe, backend: str | None = None) -> str:
     return chosen
 
 
+STOP_AFTER = (None, "sft", "rft")  # run_recipe's stop_after: every stage, or up to the warm start / RFT round
+
+
+def check_stop_after(stop_after: str | None) -> None:
+    if stop_after not in STOP_AFTER:
+        raise ValueError(f"stop_after must be None, 'sft' or 'rft', got {stop_after!r}")
+
+
 def run_recipe(
     recipe: Recipe,
     out_dir: str | Path,
@@ -118,7 +126,8 @@ def run_recipe(
 ) -> dict[str, Any]:
     """Run a recipe end to end; returns the run summary (also written to ``out/summary.json``).
 
-    ``stop_after="sft"``: the warm start only (issue 49's protocol trains several and freezes one).
+    ``stop_after="sft"``: the warm start only (issue 49's protocol trains several and freezes one);
+    ``"rft"``: the warm start and the RFT round, no GRPO (``bench.lever_rft`` measures the round alone).
 
     ``backend``: ``auto`` | ``cpu`` | ``gpu`` | ``vllm`` | ``vllm-server`` (default: the recipe's; a
     recipe's ``vllm`` falls back to ``cpu`` where vLLM is not installed), or a backend object.
@@ -130,6 +139,7 @@ def run_recipe(
     from toolkit.train.config import check_recipe_types, schedule_warnings
     from toolkit.train.device import backend_words, machine_line, probe
 
+    check_stop_after(stop_after)  # before anything is written
     out = Path(out_dir)
     run = RunFolder(out)
     if is_main_process():
@@ -197,8 +207,7 @@ def run_stages(
     the recipe's ``eval.test_sets`` (``summary["test"]``, keyed by seed). ``curve`` (with ``evaluate``):
     every kept GRPO checkpoint on the dev set too (``summary["curve"]``)."""
     evaluate = evaluate and is_main_process()
-    if stop_after not in (None, "sft"):
-        raise ValueError(f"stop_after must be None or 'sft', got {stop_after!r}")
+    check_stop_after(stop_after)
     run = open_run(recipe, RunFolder(out), backend, resume=resume, evaluate=evaluate, report_to=report_to)
     warm_start(run)
     if stop_after == "sft":
@@ -206,6 +215,8 @@ def run_stages(
     if evaluate:
         evaluate_before(run)
     train_rft(run)
+    if stop_after == "rft":
+        return close_run(run)
     train_grpo(run)
     if merge:
         backend.merge(run.folder.adapter, run.folder.merged)

@@ -457,12 +457,14 @@ def closing_lines(
     """Where the run's adapter and records are, and the command that evaluates the adapter on its own
     (``mcp-rl eval`` with the run's recipe, so it prompts and decodes as the run's evaluation does)."""
     adapter = folder.adapter
-    if not has_adapter(adapter) and has_adapter(folder.sft_adapter):  # stopped after the warm start
+    if not has_adapter(adapter) and has_adapter(folder.rft_adapter):  # stopped after the RFT round
+        adapter = folder.rft_adapter
+    elif not has_adapter(adapter) and has_adapter(folder.sft_adapter):  # stopped after the warm start
         adapter = folder.sft_adapter
     where = f"adapter: {adapter}"
     if recipe.sft is not None and adapter != folder.sft_adapter:
         where += f" (warm start: {folder.sft_adapter})"
-    if has_adapter(folder.rft_adapter):
+    if has_adapter(folder.rft_adapter) and adapter != folder.rft_adapter:
         where += f" (RFT round: {folder.rft_adapter})"
     records = f"metrics: {folder.metrics_file}; summary: {folder.summary_file}"
     if evaluated:
