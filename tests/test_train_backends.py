@@ -240,6 +240,19 @@ def test_vllm_engine_asks_for_processed_logprobs():
     assert vllm_engine_kwargs("m", logprobs_mode="raw_logprobs")["logprobs_mode"] == "raw_logprobs"
 
 
+def test_a_quiet_run_starts_vllm_without_its_weight_loading_bar(monkeypatch):
+    """Before: "Loading safetensors checkpoint shards" bars reached `make demo`'s terminal from the engine
+    process (it writes to the terminal, not to the kernel's captured stderr)."""
+    from toolkit.agent.policies import vllm_engine_kwargs
+    from toolkit.train.quiet import ENVIRONMENT
+
+    monkeypatch.delenv("VLLM_LOGGING_LEVEL", raising=False)
+    assert vllm_engine_kwargs("m")["use_tqdm_on_load"] is True  # vLLM's default where nothing is quiet
+    monkeypatch.setenv("VLLM_LOGGING_LEVEL", ENVIRONMENT["VLLM_LOGGING_LEVEL"])  # what quiet_libraries sets
+    assert vllm_engine_kwargs("m")["use_tqdm_on_load"] is False
+    assert vllm_engine_kwargs("m", use_tqdm_on_load=True)["use_tqdm_on_load"] is True
+
+
 def test_vllm_policy_warns_on_an_engine_with_raw_logprobs(fake_vllm):
     from toolkit.agent.policies import VLLMPolicy
 

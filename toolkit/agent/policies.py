@@ -213,11 +213,20 @@ VLLM_LOGPROBS_MODE = "processed_logprobs"
 
 
 def vllm_engine_kwargs(model: str, **llm_kwargs: Any) -> dict[str, Any]:
-    """Keyword arguments for ``vllm.LLM``: sampling-distribution logprobs, the CPU backend's settings
-    when there is no CUDA device (:func:`vllm_cpu_defaults`), then the caller's."""
+    """Keyword arguments for ``vllm.LLM``: sampling-distribution logprobs, no weight-loading progress bar
+    while vLLM's logging is turned down to errors (``toolkit.train.quiet`` sets ``VLLM_LOGGING_LEVEL``: the
+    bar is written by the engine process straight to the terminal, past the kit's quiet kernels), the CPU
+    backend's settings when there is no CUDA device (:func:`vllm_cpu_defaults`), then the caller's."""
     if _vllm_on_cpu():
         bind_vllm_cpu_threads()
-    return {"model": model, "logprobs_mode": VLLM_LOGPROBS_MODE, **vllm_cpu_defaults(), **llm_kwargs}
+    quiet = os.environ.get("VLLM_LOGGING_LEVEL", "").upper() in ("ERROR", "CRITICAL")
+    return {
+        "model": model,
+        "logprobs_mode": VLLM_LOGPROBS_MODE,
+        "use_tqdm_on_load": not quiet,
+        **vllm_cpu_defaults(),
+        **llm_kwargs,
+    }
 
 
 def bind_vllm_cpu_threads() -> None:
