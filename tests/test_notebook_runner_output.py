@@ -148,6 +148,31 @@ def test_kernels_keep_library_noise_out_of_the_executed_notebook(tmp_path, monke
     assert all(n in text for n in NOISE), text
 
 
+ENGINE_CELL = """import subprocess, sys
+child = "import os; os.write(2, b'engine noise on fd 2\\\\n'); os.write(1, b'engine line on fd 1\\\\n')"
+subprocess.run([sys.executable, "-c", child], check=True)  # as vLLM's engine process: the kernel's fds
+print("the cell's own line")
+"""
+
+
+@pytest.mark.integration
+def test_processes_a_cell_starts_write_to_the_kernel_log_not_the_terminal(tmp_path, monkeypatch, capfd):
+    """Before: vLLM's engine process, started by a cell, wrote its weight-loading bar, torch's C++ warnings
+    and Python FutureWarnings straight to `make demo`'s terminal, past the quiet kernel."""
+    monkeypatch.delenv("MCP_RL_VERBOSE", raising=False)
+    _write(tmp_path / "01_engine.ipynb", [ENGINE_CELL])
+    lines: list[str] = []
+    run = notebooks.run_notebook(
+        tmp_path / "01_engine.ipynb", tmp_path / "build", smoke=True, progress=lines.append
+    )
+    terminal = "".join(capfd.readouterr())
+    assert "engine noise" not in terminal and "engine line" not in terminal, terminal
+    log = notebooks.kernel_log_path(run.output)
+    assert "engine noise on fd 2" in log.read_text() and "engine line on fd 1" in log.read_text()
+    assert "the cell's own line" in _outputs_text(run.output)
+    assert any(f"kept out of sight in {log}" in line for line in lines), lines
+
+
 def test_notebooks_run_verbose_flag_reaches_the_kernels(monkeypatch):
     from toolkit.cli import build_parser
 

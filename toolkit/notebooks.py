@@ -119,11 +119,17 @@ def run_notebook(
     import papermill
     from papermill.exceptions import PapermillExecutionError
 
+    from toolkit.train.quiet import verbose_requested
+
     out_dir.mkdir(parents=True, exist_ok=True)
     artifacts = (out_dir / path.stem).resolve()  # absolute: the kernel runs in the notebook's folder
     artifacts.mkdir(parents=True, exist_ok=True)
     output = out_dir / path.name
     params = {"SMOKE": smoke, "OUT_DIR": str(artifacts), **(extra or {})}
+    say = progress or _print_line
+    log = None if verbose_requested() else kernel_log_path(output)
+    if log is not None:
+        log.unlink(missing_ok=True)
     start = time.perf_counter()
     try:
         papermill.execute_notebook(
@@ -134,16 +140,50 @@ def run_notebook(
             kernel_name="python3",
             progress_bar=False,
             engine_name=_progress_engine(),
-            progress=progress or _print_line,
+            progress=say,
             extra_arguments=kernel_arguments(),
+            kernel_manager_class=kernel_manager_class(log),
         )
     except PapermillExecutionError as exc:
         index, source = _failed_cell(output, exc.exec_count)
+        where = f"\n  the kernel's own output: {log}" if log is not None and log.exists() else ""
         raise NotebookError(
             f"{path.name}: cell {index} failed: {exc.ename}: {exc.evalue}\n"
-            f"  cell starts: {source!r}\n  executed copy: {output}"
+            f"  cell starts: {source!r}\n  executed copy: {output}{where}"
         ) from None
+    if log is not None and log.exists() and log.stat().st_size:
+        lines = len(log.read_bytes().splitlines())
+        say(f"[notebooks] {path.stem}: {lines} lines of library and engine output kept out of sight in {log}")
     return NotebookRun(path.name, time.perf_counter() - start, output)
+
+
+def kernel_log_path(output: Path) -> Path:
+    """Where a quiet run keeps what the kernel process and its children write to their own stdout and
+    stderr (not the cells' outputs, which travel over the kernel's messages)."""
+    return output.with_suffix(".kernel.log")
+
+
+def kernel_manager_class(log: Path | None) -> type:
+    """jupyter_client's kernel manager, whose kernels write their process-level output to ``log``.
+
+    A cell's prints reach the notebook through the kernel's messages, but the processes a cell starts
+    inherit the kernel's file descriptors: vLLM's engine process wrote its weight-loading bar, torch's C++
+    warnings and Python FutureWarnings straight to `make demo`'s terminal, past the quiet kernel. None
+    (verbose): the kernel shares the runner's terminal, as papermill starts it."""
+    from jupyter_client import AsyncKernelManager
+
+    if log is None:
+        return AsyncKernelManager
+
+    class LoggedKernelManager(AsyncKernelManager):
+        async def _async_launch_kernel(self, kernel_cmd: list[str], **kw: Any) -> None:
+            log.parent.mkdir(parents=True, exist_ok=True)
+            with open(log, "ab") as sink:  # the kernel holds its own copy of the descriptor
+                kw.setdefault("stdout", sink)
+                kw.setdefault("stderr", sink)
+                await super()._async_launch_kernel(kernel_cmd, **kw)
+
+    return LoggedKernelManager
 
 
 def kernel_arguments() -> list[str]:
