@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -100,8 +101,23 @@ def check_reproduces(stored: Path, again: Path) -> int:
     return len(fresh)
 
 
+def source_commit() -> str | None:
+    """The commit the measurement ran from, with ``+dirty`` when the tree had changes (None: no git)."""
+
+    def git(*cmd: str) -> str:
+        return subprocess.run(["git", *cmd], capture_output=True, text=True, check=True).stdout.strip()
+
+    try:
+        return git("rev-parse", "--short", "HEAD") + (
+            "+dirty" if git("status", "--porcelain", "--untracked-files=no") else ""
+        )
+    except (OSError, subprocess.CalledProcessError):
+        return None
+
+
 def measure(args: argparse.Namespace) -> dict[str, Any]:
     from toolkit.runs import RunFolder, has_adapter
+    from toolkit.train.device import machine_line, probe
     from toolkit.train.pipeline import run_recipe
     from toolkit.train.task_sources import read_tasks, resolve_task_files
 
@@ -140,6 +156,8 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
 
     result = {
         "lever": "rft",
+        "commit": source_commit(),
+        "cpu": machine_line(probe()),
         "warm_start": str(args.warm_start),
         "recipe": str(args.recipe),
         "set": list(args.set),
