@@ -10,9 +10,11 @@ after one round of rejection-sampling fine-tuning on its own right-and-short epi
 2. **dev**: the first ``--dev-tasks`` dev tasks (the recipe's eval split), greedy with the recipe's
    evaluation loop: the warm start into ``ROOT/dev/warm_start`` and the round's adapter into
    ``ROOT/dev/rft``. ``--before DIR`` reads the warm start's results from an earlier evaluation of the
-   same tasks instead (``results.jsonl``, matched by task id); then the warm start is evaluated again on
-   the first ``--check-tasks`` of them (``ROOT/dev/check``) and every one must score as recorded, or the
-   command stops: a stored "before" from other code or other tasks would make the difference meaningless.
+   same tasks instead (``results.jsonl``, matched by task id; pass the task files it ran on with
+   ``--set tasks=... --set eval_tasks=...``: synth output changes with the code, so the same ids can name
+   other tasks); then the warm start is evaluated again on ``--check-tasks`` of them spread over the set
+   (``ROOT/dev/check``) and every one must score as recorded, or the command stops: a stored "before"
+   from other code or other tasks would make the difference meaningless.
 3. **out**: after - before, paired by task, 95% bootstrap CI over tasks, for in-template tasks, held-out
    templates and all (``toolkit.eval.claim``'s groups), per task kind, and the claim's guards (finish
    rate, calls per task, well-formed first calls); the round's counts (``summary.json``'s ``rft``).
@@ -83,6 +85,14 @@ def stored_before(before: Path, tasks: list[Task], folder: Path) -> None:
     (folder / "source.json").write_text(json.dumps({"copied_from": str(before)}) + "\n")
 
 
+def spread(tasks: list[Task], n: int) -> list[Task]:
+    """``n`` tasks evenly spaced over ``tasks`` (all when fewer): a check that reaches the end of the set,
+    where a task file synthesised by other code differs first (ids are given in order)."""
+    if n >= len(tasks):
+        return list(tasks)
+    return [tasks[round(i * (len(tasks) - 1) / (n - 1))] if n > 1 else tasks[0] for i in range(n)]
+
+
 def check_reproduces(stored: Path, again: Path) -> int:
     """Every task evaluated again scores as stored (pass, score, stop reason, calls); returns the count."""
     kept = {r.task_id: r for r in read_task_results(stored / "results.jsonl")}
@@ -146,7 +156,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         if not (before / "results.jsonl").exists():
             stored_before(args.before, tasks, before)
         check = root / "dev" / "check"
-        evaluator.greedy(args.warm_start, "warm start (check)", tasks[: args.check_tasks], check)
+        evaluator.greedy(args.warm_start, "warm start (check)", spread(tasks, args.check_tasks), check)
         checked = check_reproduces(before, check)
         say(f"the stored warm-start results reproduce on {checked} of {checked} tasks evaluated again")
     else:

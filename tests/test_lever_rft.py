@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench.lever_rft import check_reproduces, difference, stored_before
+from bench.lever_rft import check_reproduces, difference, spread, stored_before
 from toolkit.records import Task, TaskResult, write_jsonl
 
 
@@ -76,3 +76,10 @@ def test_a_stored_before_is_copied_for_the_tasks_and_must_reproduce(tmp_path):
         check_reproduces(before, again)
     with pytest.raises(SystemExit, match="no result for 1 dev tasks"):
         stored_before(stored, [*TASKS, task("t9", "write", False)], tmp_path / "other")
+
+
+def test_the_check_spreads_over_the_whole_set():
+    """A task file from other synth code differs towards its end (eval-s1-00169 was the first of 32
+    changed dev tasks on 2026-11-28): the first 20 tasks would not see it."""
+    assert [t.id for t in spread(TASKS, 3)] == ["t0", "t4", "t7"]
+    assert spread(TASKS, 20) == TASKS and spread(TASKS, 1) == TASKS[:1]
