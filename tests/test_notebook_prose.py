@@ -34,15 +34,6 @@ from toolkit.eval import claim as kit_claim
 from toolkit.eval.metrics import CONFIDENCE, exact_interval
 from toolkit.paths import REPO_ROOT
 
-# The executed copies of 04 and 05 in docs/notebooks predate the prose fixed on 2026-11-28 and 05's
-# re-grade cell. Issue 48's re-grade has landed (record.json); what is left is one `make docs-notebooks`
-# run of 04 and 05 together (about 90 minutes on a 2-core AVX2 CPU). Until then these checks are expected
-# to fail; strict, so the marker must go the moment the copies are fresh.
-STALE_COPIES = pytest.mark.xfail(
-    strict=True, reason="docs/notebooks 04/05 wait for one make docs-notebooks run (the re-grade has landed)"
-)
-STALE_STEMS = {"04_grpo_training", "05_results"}
-
 SOURCES = notebooks.NOTEBOOKS_DIR
 PUBLISHED = notebooks.DOCS_NOTEBOOKS
 README = REPO_ROOT / "README.md"
@@ -519,7 +510,6 @@ def test_the_other_notebooks_quote_no_results(where):
     assert [q.group() for q in QUOTED.finditer(text)] == []
 
 
-@STALE_COPIES
 def test_notebook_05_shows_the_run_notebook_04_shows():
     """05 reads 04's run folder: their copies must come from one `make docs-notebooks`, or the reader sees
     two runs under one name (+0.000 in 04's copy, +0.033 in 05's)."""
@@ -535,7 +525,6 @@ def test_notebook_05_shows_the_run_notebook_04_shows():
     assert diff04 == pytest.approx(float(paired_rows(nb05, marker)[PRIMARY]["diff"]), abs=5e-4)
 
 
-@STALE_COPIES
 def test_notebook_05_says_which_way_bfcl_transfer_went():
     """Every BFCL signal GRPO moved outside its interval is named in the verdict line under the tables,
     on the side the numbers put it (before: the copy showed well-formed first calls 0.93 -> 0.73 and the
@@ -566,10 +555,7 @@ def test_notebook_05_says_which_way_bfcl_transfer_went():
 
 @pytest.mark.parametrize(
     "stem",
-    [
-        pytest.param(p.stem, marks=STALE_COPIES if p.stem in STALE_STEMS else ())
-        for p in notebooks.find_notebooks()
-    ],
+    [p.stem for p in notebooks.find_notebooks()],
 )
 def test_the_published_copy_carries_its_source_s_prose(stem):
     """The claims above read the sources; a published copy from before a prose change still says the old
