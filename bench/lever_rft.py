@@ -126,13 +126,13 @@ def source_commit() -> str | None:
 
 
 def measure(args: argparse.Namespace) -> dict[str, Any]:
-    from toolkit.runs import RunFolder, has_adapter
+    from toolkit.runs import LeverFolder, has_adapter
     from toolkit.train.device import machine_line, probe
     from toolkit.train.pipeline import run_recipe
     from toolkit.train.task_sources import read_tasks, resolve_task_files
 
     root: Path = args.root
-    started = time.time()
+    started, commit = time.time(), source_commit()  # the code this run starts from, not the tree at its end
     recipe = derived(
         base_recipe(args),
         **{
@@ -141,7 +141,8 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             "rft.max_tasks": args.rft_tasks,
         },
     )
-    run = RunFolder(root / "run")
+    folder = LeverFolder(root)
+    run = folder.run
     if not has_adapter(run.rft_adapter):
         say(f"RFT round from {args.warm_start} into {run.root}")
         run_recipe(recipe, run.root, resume=run.recipe_file.exists(), stop_after="rft")
@@ -150,23 +151,23 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
 
     tasks = read_tasks(resolve_task_files(recipe, run.root)[1], "eval")[: args.dev_tasks]
     evaluator = Evaluator(recipe, samples=1)
-    before = root / "dev" / "warm_start"
+    before = folder.before
     checked = None
     if args.before is not None:
         if not (before / "results.jsonl").exists():
             stored_before(args.before, tasks, before)
-        check = root / "dev" / "check"
+        check = folder.check
         evaluator.greedy(args.warm_start, "warm start (check)", spread(tasks, args.check_tasks), check)
         checked = check_reproduces(before, check)
         say(f"the stored warm-start results reproduce on {checked} of {checked} tasks evaluated again")
     else:
         evaluator.greedy(args.warm_start, "warm start", tasks, before)
-    after = root / "dev" / "rft"
+    after = folder.after("rft")
     evaluator.greedy(run.rft_adapter, "rft", tasks, after)
 
     result = {
         "lever": "rft",
-        "commit": source_commit(),
+        "commit": commit,
         "cpu": machine_line(probe()),
         "warm_start": str(args.warm_start),
         "recipe": str(args.recipe),

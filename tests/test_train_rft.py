@@ -503,7 +503,9 @@ def test_stop_after_rft_trains_the_round_and_no_grpo(tmp_path, gold_sampling_bac
     summary = run_recipe(r, out.root, backend=backend, stop_after="rft")
     assert backend.seen == [("rft", out.sft_adapter), ("train", out.sft_adapter)]
     assert has_adapter(out.rft_adapter) and not has_adapter(out.adapter) and "grpo_steps" not in summary
-    assert f"adapter: {out.rft_adapter} (warm start: {out.sft_adapter})\n" in capsys.readouterr().out
+    printed = capsys.readouterr()
+    assert f"adapter: {out.rft_adapter} (warm start: {out.sft_adapter})\n" in printed.out
+    assert "[rft] 6/6 episodes" in printed.err  # the round's sampling shows its progress
     with pytest.raises(ValueError, match="stop_after must be None, 'sft' or 'rft'"):
         run_recipe(r, tmp_path / "other", backend=backend, stop_after="grpo")
     assert not (tmp_path / "other").exists()  # refused before anything is written

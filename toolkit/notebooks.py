@@ -160,7 +160,7 @@ def run_notebook(
 def kernel_log_path(output: Path) -> Path:
     """Where a quiet run keeps what the kernel process and its children write to their own stdout and
     stderr (not the cells' outputs, which travel over the kernel's messages)."""
-    return output.with_suffix(".kernel.log")
+    return output.resolve().with_suffix(".kernel.log")  # absolute: papermill runs in the notebook's folder
 
 
 def kernel_manager_class(log: Path | None) -> type:

@@ -25,7 +25,11 @@ A claim's root (``ClaimFolder``, ``python -m bench.reproduce_claim``, issue 49):
 ``warm/sft-<N>/`` (a run per SFT length), ``warm_start/`` (the frozen adapter) with ``warm_start.json``,
 ``grpo/seed-<S>/`` (a run per GRPO seed), ``tasks/test-seed<T>.jsonl`` and
 ``eval/test-seed<T>/<adapter>/`` (``toolkit.eval.claim`` reads these two), ``test-synth/`` (where the
-test sets were synthesised)."""
+test sets were synthesised).
+
+A lever measured alone (``LeverFolder``, ``python -m bench.lever_rft``, issue 49): ``run/`` (the run that
+applies it), ``dev/warm_start/``, ``dev/<lever>/`` (the dev set before and after) and ``dev/check/`` (the
+warm start evaluated again on a few tasks, when a stored evaluation is reused)."""
 
 from __future__ import annotations
 
@@ -290,3 +294,31 @@ class ClaimFolder:
     def evaluation(self, seed: int, adapter: str) -> Path:
         """An adapter's greedy results and samples on a test set."""
         return self.root / "eval" / seed_set_name(seed) / adapter
+
+
+@dataclass(frozen=True)
+class LeverFolder:
+    """A lever measured alone on the dev set (module docstring): its run and the evaluations it compares."""
+
+    root: Path
+
+    def __init__(self, root: str | Path):
+        object.__setattr__(self, "root", Path(root))
+
+    @property
+    def run(self) -> RunFolder:
+        return RunFolder(self.root / "run")
+
+    @property
+    def before(self) -> Path:
+        """The warm start's dev-set evaluation."""
+        return self.root / "dev" / "warm_start"
+
+    def after(self, lever: str) -> Path:
+        """The lever's adapter on the dev set."""
+        return self.root / "dev" / lever
+
+    @property
+    def check(self) -> Path:
+        """The warm start evaluated again on a few tasks, to check a reused stored evaluation."""
+        return self.root / "dev" / "check"
