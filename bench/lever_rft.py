@@ -44,6 +44,7 @@ SHIPPED_WARM_START = Path("data/adapters/cpu-learn/warm_start")
 def difference(tasks: list[Task], before: list[TaskResult], after: list[TaskResult]) -> dict[str, Any]:
     """after - before per task on ``tasks`` (both must cover every one): the claim's groups, kinds, guards."""
     from toolkit.eval.claim import GROUPS, GUARDS, greedy_row, seed_mean_difference, template_group
+    from toolkit.train.batching import task_kind
 
     rows = []
     for name, results in (("before", before), ("after", after)):
@@ -65,7 +66,7 @@ def difference(tasks: list[Task], before: list[TaskResult], after: list[TaskResu
     for group in GROUPS:
         selected = [i for i in everything if group == "all" or template_group(tasks[i]) == group]
         out[group] = {"greedy": block(selected, "pass")} if selected else None
-    kinds = [str((t.metadata or {}).get("kind") or "unknown") for t in tasks]
+    kinds = [task_kind(t) for t in tasks]
     out["per_kind"] = {
         kind: {"greedy": block([i for i in everything if kinds[i] == kind], "pass")}
         for kind in sorted(set(kinds))
@@ -147,7 +148,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         say(f"RFT round from {args.warm_start} into {run.root}")
         run_recipe(recipe, run.root, resume=run.recipe_file.exists(), stop_after="rft")
         say("RFT round done", started)
-    rft = json.loads(run.summary_file.read_text()).get("rft") or {}
+    summary = json.loads(run.summary_file.read_text())
 
     tasks = read_tasks(resolve_task_files(recipe, run.root)[1], "eval")[: args.dev_tasks]
     evaluator = Evaluator(recipe, samples=1)
@@ -177,8 +178,8 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         "dev_tasks": len(tasks),
         "before": str(args.before) if args.before else "evaluated here",
         "before_checked_tasks": checked,
-        "rft": rft,
-        "timings_s": json.loads(run.summary_file.read_text()).get("timings_s"),
+        "rft": summary.get("rft") or {},
+        "timings_s": summary.get("timings_s"),
         **difference(
             tasks, read_task_results(before / "results.jsonl"), read_task_results(after / "results.jsonl")
         ),

@@ -4,9 +4,10 @@ guards) and the check that a stored warm-start evaluation is this code's before 
 from __future__ import annotations
 
 import pytest
+from test_eval_claim import result  # a greedy result that passes or not, as the claim's tests build it
 
 from bench.lever_rft import check_reproduces, difference, spread, stored_before
-from toolkit.records import Task, TaskResult, write_jsonl
+from toolkit.records import Task, write_jsonl
 
 
 def task(tid: str, kind: str, held_out_template: bool) -> Task:
@@ -19,20 +20,6 @@ def task(tid: str, kind: str, held_out_template: bool) -> Task:
         tools=[],
         seed=0,
         metadata={"held_out": held, "kind": kind},
-    )
-
-
-def result(tid: str, passed: bool, calls: int = 1, stop: str = "finish") -> TaskResult:
-    item = {"id": "r1", "essential": True, "check": "answer", "verdict": "pass" if passed else "fail"}
-    return TaskResult(
-        task_id=tid,
-        suite="kit-eval",
-        category="lookup",
-        score=1.0 if passed else 0.0,
-        rubric=[item],
-        n_calls=calls,
-        stop_reason=stop,
-        first_call_well_formed=True,
     )
 
 
