@@ -139,10 +139,16 @@ class StepLines(TrainerCallback):
 def use_step_lines(trainer: Any, phase: str) -> StepLines:
     """Replace the trainer's printer of raw log dicts (a tqdm bar with the dict, the plain printer, or the
     notebook table) with ``StepLines``."""
-    from transformers.trainer_callback import PrinterCallback, ProgressCallback
-    from transformers.utils.notebook import NotebookProgressCallback
+    import importlib.util
 
-    for printer in (PrinterCallback, ProgressCallback, NotebookProgressCallback):
+    from transformers.trainer_callback import PrinterCallback, ProgressCallback
+
+    printers: list[type] = [PrinterCallback, ProgressCallback]
+    if importlib.util.find_spec("IPython") is not None:  # transformers' notebook table imports IPython
+        from transformers.utils.notebook import NotebookProgressCallback
+
+        printers.append(NotebookProgressCallback)
+    for printer in printers:
         trainer.remove_callback(printer)
     lines = StepLines(phase)
     trainer.add_callback(lines)
