@@ -251,7 +251,8 @@ def run_all(args: argparse.Namespace, names: list[str]) -> dict[str, str]:
             if running and time.time() - last_report >= PROGRESS_EVERY_S:
                 last_report = time.time()
                 for name in running:
-                    say(f"{name}: {last_line(folder.log(name))}", started)
+                    line = last_line(folder.log(name))
+                    say(f"{name}: {line or 'starting'}", started)
             time.sleep(1.0)
     finally:  # an interrupted sweep leaves no arm behind
         for proc in running.values():
