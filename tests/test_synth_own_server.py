@@ -131,12 +131,10 @@ def _gold_scores(tasks):
 
 
 @pytest.mark.integration
-def test_helpdesk_over_stdio_reads_replay_and_gold_gets_full_marks():
-    from toolkit.synth.own_server import synthesize
-
-    # named unlike the kit's helpdesk, so only the task set's recipe can answer for it
-    recipe = dataclasses.replace(demo_servers.recipe("helpdesk"), name="hd-stdio")
-    result = synthesize([recipe], n=14, n_eval=4, seed=3, writes=False, max_seconds=30)
+def test_helpdesk_over_stdio_reads_replay_and_gold_gets_full_marks(helpdesk_own):
+    # named unlike the kit's helpdesk, so only the task set's recipe can answer for it (conftest.py:
+    # synthesize([recipe], n=14, n_eval=4, seed=3, writes=False, max_seconds=30))
+    recipe, result = helpdesk_own
     report = result.summary["servers"]["hd-stdio"]
     tasks = result.train + result.eval
     assert report["kept"] == len(tasks) >= 14
