@@ -228,6 +228,21 @@ def test_relaxed_validation_still_reports_what_it_cannot_fix():
     assert missing is not None and "'n' is a required property" in missing
 
 
+def test_validating_a_call_skips_the_slow_rfc3987_syntax_import():
+    """A fresh process validates a call without importing rfc3987_syntax (its grammar costs about 2 s a
+    process: every command and test subprocess that runs an episode paid it)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from toolkit.envs.schema import check_arguments; "
+        "assert check_arguments({'n': 'x'}, {'properties': {'n': {'type': 'integer'}}}, relaxed=False)[1]; "
+        "assert 'rfc3987_syntax' not in sys.modules, 'imported'"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
 def test_coerce_leaves_valid_values_alone():
     value = {"n": 1, "flag": False, "tags": ["x"]}
     assert coerce(value, SCHEMA) == value

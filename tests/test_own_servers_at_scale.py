@@ -150,15 +150,14 @@ def test_a_raising_callback_or_policy_ends_the_rollout_with_every_episode_closed
 
 
 @pytest.mark.integration
-def test_gold_gets_full_marks_over_60_own_server_tasks():
+def test_gold_gets_full_marks_over_60_own_server_tasks(helpdesk_own):
     from toolkit.agent.loop import RolloutConfig, rollout
     from toolkit.agent.policies import GoldPolicy
     from toolkit.rewards.rubric import RubricReward
-    from toolkit.synth import demo_servers
-    from toolkit.synth.own_server import synthesize
 
-    recipe = dataclasses.replace(demo_servers.recipe("helpdesk"), name="hd-stdio")
-    made = synthesize([recipe], n=10, n_eval=0, seed=0, writes=False, max_seconds=30).train
+    # the 18 helpdesk-over-stdio tasks test_synth_own_server.py checks too (conftest.py: made once)
+    _, result = helpdesk_own
+    made = result.train + result.eval
     # 60 episodes, each with its own server process: the tasks repeat, the starts are what is tested
     tasks = [dataclasses.replace(made[i % len(made)], id=f"own-{i}") for i in range(60)]
     start = time.monotonic()

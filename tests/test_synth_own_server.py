@@ -131,12 +131,10 @@ def _gold_scores(tasks):
 
 
 @pytest.mark.integration
-def test_helpdesk_over_stdio_reads_replay_and_gold_gets_full_marks():
-    from toolkit.synth.own_server import synthesize
-
-    # named unlike the kit's helpdesk, so only the task set's recipe can answer for it
-    recipe = dataclasses.replace(demo_servers.recipe("helpdesk"), name="hd-stdio")
-    result = synthesize([recipe], n=14, n_eval=4, seed=3, writes=False, max_seconds=30)
+def test_helpdesk_over_stdio_reads_replay_and_gold_gets_full_marks(helpdesk_own):
+    # named unlike the kit's helpdesk, so only the task set's recipe can answer for it (conftest.py:
+    # synthesize([recipe], n=14, n_eval=4, seed=3, writes=False, max_seconds=30))
+    recipe, result = helpdesk_own
     report = result.summary["servers"]["hd-stdio"]
     tasks = result.train + result.eval
     assert report["kept"] == len(tasks) >= 14
@@ -150,17 +148,24 @@ def test_helpdesk_over_stdio_reads_replay_and_gold_gets_full_marks():
     assert scores == [1.0] * len(tasks), [(t.task_id, s) for t, s in zip(trajs, scores, strict=True) if s < 1]
 
 
+@pytest.fixture(scope="module")
+def memory_own(tmp_path_factory):
+    """Tasks for npm server-memory started from a seeded memory file (its folder, and ``synthesize``'s
+    result), made once for the module: about 20 s."""
+    from toolkit.synth.own_server import synthesize
+
+    seed = tmp_path_factory.mktemp("memory") / "seed"
+    demo_servers.seed_memory(seed)
+    return seed, synthesize([demo_servers.recipe("memory", seed)], n=20, n_eval=0, seed=0, max_seconds=30)
+
+
 @pytest.mark.integration
 @pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
 @pytest.mark.skipif(
     not NPM_MEMORY.exists(), reason="npm server-memory missing from .cache/npm: run `make setup`"
 )
-def test_memory_writes_are_checked_by_a_read_on_a_fresh_server(tmp_path):
-    from toolkit.synth.own_server import synthesize
-
-    demo_servers.seed_memory(tmp_path / "seed")
-    recipe = demo_servers.recipe("memory", tmp_path / "seed")
-    result = synthesize([recipe], n=20, n_eval=0, seed=0, max_seconds=30)
+def test_memory_writes_are_checked_by_a_read_on_a_fresh_server(memory_own):
+    seed, result = memory_own  # synthesize([recipe], n=20, n_eval=0, seed=0, max_seconds=30)
     tasks = result.train
     writes = [t for t in tasks if t.metadata["kind"] == "write"]
     assert len(tasks) >= 20 and writes
@@ -178,7 +183,7 @@ def test_memory_writes_are_checked_by_a_read_on_a_fresh_server(tmp_path):
     trajs = rollout(lazy, GoldPolicy())
     assert all(r.score < 1.0 for r in RubricReward().batch(writes, trajs))
     # the seed is copied per episode: the original memory file is untouched
-    assert (tmp_path / "seed" / "memory.jsonl").read_text().count("\n") == 16
+    assert (seed / "memory.jsonl").read_text().count("\n") == 16
 
 
 # ---- bad servers ---------------------------------------------------------------------------------------
@@ -254,17 +259,16 @@ def test_cli_rejects_a_bad_server_option(tmp_path):
 @pytest.mark.skipif(
     not NPM_MEMORY.exists(), reason="npm server-memory missing from .cache/npm: run `make setup`"
 )
-def test_grpo_trains_on_tasks_for_an_own_server(tmp_path, monkeypatch):
+def test_grpo_trains_on_tasks_for_an_own_server(tmp_path, monkeypatch, memory_own):
     """One GRPO step of the tiny model on server-memory tasks: the trainer's episodes start the server
-    from the task set alone (an episode whose server did not start would end with stop reason error)."""
+    from the task set alone (an episode whose server did not start would end with stop reason error).
+    The tasks are the module's (``memory_own``, 20 of them; this test made 4 of its own before)."""
     from toolkit.records import write_jsonl
-    from toolkit.synth.own_server import synthesize
     from toolkit.train.config import recipe_from_dict
     from toolkit.train.pipeline import run_recipe
 
     monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
-    demo_servers.seed_memory(tmp_path / "seed")
-    result = synthesize([demo_servers.recipe("memory", tmp_path / "seed")], n=4, n_eval=0, max_seconds=20)
+    _, result = memory_own
     write_jsonl(tmp_path / "train.jsonl", result.train)
     recipe = {
         "model": "tiny-random",

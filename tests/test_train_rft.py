@@ -416,19 +416,33 @@ def gold_sampling_backend():
 
 
 @pytest.mark.integration
-def test_a_recipe_with_rft_runs_sft_then_rft_then_grpo_and_resumes(tmp_path, gold_sampling_backend, capsys):
+def test_a_recipe_with_rft_runs_sft_then_rft_stops_there_when_asked_and_resumes_into_grpo(
+    tmp_path, gold_sampling_backend, capsys, monkeypatch
+):
+    """One warm start and one round for both paths (they were two tests, each training both): first
+    ``run_recipe(stop_after="rft")`` (``bench.lever_rft`` measures the round alone): the warm start and
+    the round, no GRPO, the closing line naming the round's adapter as the run's. Then the same run
+    resumed without ``stop_after``: the round is done (its adapter), so it neither samples nor trains
+    again, and GRPO starts from its adapter; once more after GRPO's outputs are gone."""
     import shutil
 
     import torch
     from safetensors.torch import load_file
 
-    from toolkit.runs import RunFolder
+    import toolkit.train.pipeline
+    from toolkit.runs import RunFolder, has_adapter
     from toolkit.train.pipeline import run_recipe
 
     out = RunFolder(tmp_path / "run")
     r = cfg.recipe_from_dict(SMALL, "small-rft")
     backend = gold_sampling_backend(r)
-    summary = run_recipe(r, out.root, backend=backend)
+    closed = []  # what GRPO would start from when the stopped run closes: the round trained in this run
+    close_run = toolkit.train.pipeline.close_run
+    monkeypatch.setattr(
+        toolkit.train.pipeline, "close_run", lambda run: closed.append(run.grpo_start) or close_run(run)
+    )
+    summary = run_recipe(r, out.root, backend=backend, stop_after="rft")
+    assert closed == [out.rft_adapter]
     assert summary["rft"] == {
         "tasks": 3,
         "sampled": 6,
@@ -445,9 +459,10 @@ def test_a_recipe_with_rft_runs_sft_then_rft_then_grpo_and_resumes(tmp_path, gol
     }
     assert backend.seen == [
         ("rft", out.sft_adapter),  # the round samples with the warm start,
-        ("train", out.sft_adapter),  # fine-tunes the warm-start adapter into rft/adapter,
-        ("train", out.rft_adapter),  # and GRPO starts from that
+        ("train", out.sft_adapter),  # and fine-tunes the warm-start adapter into rft/adapter
     ]
+    assert has_adapter(out.rft_adapter) and not has_adapter(out.adapter) and "grpo_steps" not in summary
+    assert "rft_s" in summary["timings_s"]
     warm, rft = (
         load_file(out.sft_adapter / "adapter_model.safetensors"),
         load_file(out.rft_adapter / "adapter_model.safetensors"),
@@ -462,19 +477,31 @@ def test_a_recipe_with_rft_runs_sft_then_rft_then_grpo_and_resumes(tmp_path, gol
         ("calc-2", True, True),
         ("calc-2", True, False),
     ]
-    records = [json.loads(line) for line in out.metrics_file.read_text().splitlines()]
-    steps = [(rec["phase"], rec["step"]) for rec in records if "loss" in rec or "reward" in rec]
-    assert steps == [("sft", 1), ("rft", 2), ("grpo", 3)]
-    assert summary["grpo_steps"] == 1 and "rft_s" in summary["timings_s"]
-    printed = capsys.readouterr().out
+    printed = capsys.readouterr()
     for line in (
         "RFT: sampling 3 train tasks x 2 with the sft-only adapter at temperature 1.0",
         "RFT kept 2 episodes of 4 right of 6 sampled (2 of 3 tasks); per kind kept/right/sampled: lookup 2/4/6",
         "RFT: fine-tuning the warm start on 2 of its own episodes",
         "rft step 1/1 | loss",
-        f"(RFT round: {out.rft_adapter})",
     ):
-        assert line in printed, line
+        assert line in printed.out, line
+    assert f"adapter: {out.rft_adapter} (warm start: {out.sft_adapter})\n" in printed.out
+    assert "[rft] 6/6 episodes" in printed.err  # the round's sampling shows its progress
+    with pytest.raises(ValueError, match="stop_after must be None, 'sft' or 'rft'"):
+        run_recipe(r, tmp_path / "other", backend=backend, stop_after="grpo")
+    assert not (tmp_path / "other").exists()  # refused before anything is written
+
+    # the whole recipe, resumed: GRPO starts from the round's adapter, and the steps go on from it
+    backend.seen.clear()
+    full = run_recipe(r, out.root, resume=True, backend=backend)
+    assert backend.seen == [("train", out.rft_adapter)]
+    printed = capsys.readouterr().out
+    assert f"resume: RFT adapter found in {out.rft_adapter}" in printed
+    assert f"(RFT round: {out.rft_adapter})" in printed
+    assert full["rft"] == summary["rft"] and full["grpo_steps"] == 1 and "rft_s" in full["timings_s"]
+    records = [json.loads(line) for line in out.metrics_file.read_text().splitlines()]
+    steps = [(rec["phase"], rec["step"]) for rec in records if "loss" in rec or "reward" in rec]
+    assert steps == [("sft", 1), ("rft", 2), ("grpo", 3)]
 
     # resumed after GRPO's outputs are gone: the round is done (its adapter), so it neither samples nor
     # trains again, and GRPO starts from its adapter once more
@@ -488,24 +515,3 @@ def test_a_recipe_with_rft_runs_sft_then_rft_then_grpo_and_resumes(tmp_path, gol
     records = [json.loads(line) for line in out.metrics_file.read_text().splitlines()]
     assert [rec["step"] for rec in records if rec["phase"] == "rft" and "loss" in rec] == [2]
     assert [rec["step"] for rec in records if rec["phase"] == "grpo" and "reward" in rec] == [3, 3]
-
-
-@pytest.mark.integration
-def test_stop_after_rft_trains_the_round_and_no_grpo(tmp_path, gold_sampling_backend, capsys):
-    """``run_recipe(stop_after="rft")`` (``bench.lever_rft`` measures the round alone): the warm start and
-    the round, no GRPO; the closing line names the round's adapter as the run's."""
-    from toolkit.runs import RunFolder, has_adapter
-    from toolkit.train.pipeline import run_recipe
-
-    out = RunFolder(tmp_path / "run")
-    r = cfg.recipe_from_dict(SMALL, "small-rft")
-    backend = gold_sampling_backend(r)
-    summary = run_recipe(r, out.root, backend=backend, stop_after="rft")
-    assert backend.seen == [("rft", out.sft_adapter), ("train", out.sft_adapter)]
-    assert has_adapter(out.rft_adapter) and not has_adapter(out.adapter) and "grpo_steps" not in summary
-    printed = capsys.readouterr()
-    assert f"adapter: {out.rft_adapter} (warm start: {out.sft_adapter})\n" in printed.out
-    assert "[rft] 6/6 episodes" in printed.err  # the round's sampling shows its progress
-    with pytest.raises(ValueError, match="stop_after must be None, 'sft' or 'rft'"):
-        run_recipe(r, tmp_path / "other", backend=backend, stop_after="grpo")
-    assert not (tmp_path / "other").exists()  # refused before anything is written

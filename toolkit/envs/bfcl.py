@@ -134,8 +134,9 @@ def to_json_schema(bfcl_schema: Mapping[str, Any]) -> dict[str, Any]:
 
 @functools.cache
 def _validator(tool_name: str) -> Any:
-    import jsonschema
+    from toolkit.envs.schema import import_jsonschema
 
+    jsonschema = import_jsonschema()
     doc = next(d for d in function_docs(class_of_tool()[tool_name]) if d["name"] == tool_name)
     return jsonschema.Draft202012Validator(to_json_schema(doc["parameters"]))
 

@@ -158,15 +158,26 @@ def _draft(kind: str, template: str, prompt: str, steps: list[Step], answers: li
 # ---- read kinds --------------------------------------------------------------------------------------
 
 
-def _alternatives(exp: Exploration, facts: dict[str, Any]) -> list[str]:
-    """Other read tools whose outputs, while explored, showed an item with the same facts."""
+def _read_lists(exp: Exploration) -> list[tuple[str, list[list[dict[str, Any]]]]]:
+    """Each successful read, in order: its tool and the dict items of every list in its output (what
+    ``_alternatives`` searches; walked once per exploration, not once per fact)."""
+    return [
+        (o.tool, [[it for it in items if isinstance(it, dict)] for _, items in record_lists(o.data)])
+        for o in exp.observations
+        if o.ok
+    ]
+
+
+def _alternatives(reads: list[tuple[str, list[list[dict[str, Any]]]]], facts: dict[str, Any]) -> list[str]:
+    """Other read tools whose outputs, while explored, showed an item with the same facts (``reads``:
+    ``_read_lists`` of the exploration)."""
     tools: list[str] = []
-    for o in exp.observations:
-        if not o.ok or o.tool in tools:
+    for tool, lists in reads:
+        if tool in tools:
             continue
-        for _, items in record_lists(o.data):
-            if any(isinstance(it, dict) and all(it.get(k) == v for k, v in facts.items()) for it in items):
-                tools.append(o.tool)
+        for items in lists:
+            if any(all(it.get(k) == v for k, v in facts.items()) for it in items):
+                tools.append(tool)
                 break
     return tools
 
@@ -184,8 +195,13 @@ class Fact:
     alternatives: list[str] = field(default_factory=list)
 
 
-def facts(obs: Observation, exp: Exploration | None = None) -> Iterator[Fact]:
-    """Lookups and aggregates over one stable output (never a value the call was given)."""
+def facts(
+    obs: Observation,
+    exp: Exploration | None = None,
+    reads: list[tuple[str, list[list[dict[str, Any]]]]] | None = None,
+) -> Iterator[Fact]:
+    """Lookups and aggregates over one stable output (never a value the call was given); with ``exp``,
+    each item field's alternatives (``reads``: ``_read_lists(exp)`` when the caller has it already)."""
     data = obs.data
     given = {json.dumps(v) for v in obs.args.values()} | {
         json.dumps(x) for v in obs.args.values() if isinstance(v, list) for x in v
@@ -221,7 +237,9 @@ def facts(obs: Observation, exp: Exploration | None = None) -> Iterator[Fact]:
                     or json.dumps(v) in given
                 ):
                     continue
-                alts = _alternatives(exp, {idk: it[idk], k: v}) if exp else []
+                if exp and reads is None:
+                    reads = _read_lists(exp)
+                alts = _alternatives(reads, {idk: it[idk], k: v}) if exp else []
                 yield Fact("lookup", "own_item_field",
                            f"in {{where}}, what is the {human(k)} of the {noun} whose {human(idk)} is {fmt(it[idk])}{owner}?",
                            _answer(k, v, f"the {human(k)} of {it[idk]} is {v}"),
@@ -270,8 +288,9 @@ def _owner(obs: Observation, path: Path_) -> str | None:
 
 def singles(exp: Exploration, rng: random.Random) -> Iterator[Draft]:
     """Lookups and aggregates answered by one call."""
+    reads = _read_lists(exp)
     for obs in (o for o in exp.observations if o.ok):
-        for f in facts(obs, exp):
+        for f in facts(obs, exp, reads):
             prompt = dress(rng, f.question.format(where=context(obs)))
             yield _draft(f.kind, f.template, prompt, [_step(obs, alternatives=f.alternatives)], [f.answer],
                          [{**f.spec, "call": 0}], f.reference)  # fmt: skip
