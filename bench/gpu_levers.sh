@@ -69,6 +69,7 @@ case "${1:-}" in
     t0=$(date +%s)
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
       .dev/a/*.whl 2>&1 | tail -n 5
+    [ "${PIPESTATUS[0]}" -eq 0 ] || { echo "pip install failed"; exit 1; }
     cp .dev/a/gguf.part0 /tmp/m/ && tar xJf .dev/a/inputs.tar.xz -C /tmp/in || exit 1
     echo "installed in $(( $(date +%s) - t0 )) s"
     python3 - <<'EOF' 2>&1 | tee -a "$OUT/versions.txt"
@@ -95,12 +96,14 @@ EOF
     python3 -m bench.lever_sweep /tmp/sweep --out "$OUT/sweep.json" --set backend=cpu --set dtype=float32 \
       --set tasks=/tmp/in/train.jsonl --set eval_tasks=/tmp/in/eval.jsonl --warm-start /tmp/in/warm_start \
       --sampled 4 --parallel 8 --deadline "$DEADLINE" "${arms[@]}" 2>&1 | tee "$OUT/sweep.log"
-    echo "sweep exit ${PIPESTATUS[0]}"
+    rc=${PIPESTATUS[0]}
+    echo "sweep exit $rc"
     kill "$dmon" 2>/dev/null
     # every arm's results, samples, summary, metrics and log (no adapters, no checkpoints): one archive
     (cd /tmp/sweep && find . \( -name '*.json' -o -name '*.jsonl' -o -name '*.log' \) \
       -not -path '*/checkpoint-*' -not -path '*/adapter*' -print0 | tar czf "$OUT/sweep.tar.gz" --null -T -)
     ls -l "$OUT"
+    exit "$rc"  # 1 when an arm failed or met the deadline: the results came back all the same
     ;;
   *)
     echo "usage: bash bench/gpu_levers.sh prepare|install|sweep" >&2

@@ -77,7 +77,10 @@ def parse_arm(text: str) -> Arm:
         )
     items = [item for item in rest.split(",") if item.strip()]
     stop = "grpo"
-    for item in [i for i in items if i.partition("=")[0].strip() == "stop"]:
+    stops = [i for i in items if i.partition("=")[0].strip() == "stop"]
+    if len(stops) > 1:
+        raise ValueError(f"--arm {name}: stop= given {len(stops)} times")
+    for item in stops:
         stop = item.partition("=")[2].strip()
         if stop not in STOPS:
             raise ValueError(f"--arm {name}: stop must be one of {', '.join(STOPS)}, got {stop!r}")
@@ -125,6 +128,30 @@ def check_args(args: argparse.Namespace, arms: list[Arm]) -> None:
 # ---- one arm, in its own process ------------------------------------------------------------------------
 
 
+def arm_spec(args: argparse.Namespace, recipe: Any, tasks: list) -> dict[str, Any]:
+    return {
+        "recipe": json.loads(dumps(recipe.to_dict())),
+        "warm_start": str(args.warm_start),
+        "dev_tasks": [t.id for t in tasks],
+        "sampled": args.sampled,
+    }
+
+
+def check_spec(path: Path, spec: dict[str, Any]) -> None:
+    """The arm's first start writes what it runs with; a later start with anything else is refused (its
+    kept stages would be another arm's results under this arm's name)."""
+    if path.exists():
+        kept = json.loads(path.read_text())
+        changed = sorted(k for k in spec if kept.get(k) != spec[k])
+        if changed:
+            raise SystemExit(
+                f"{path}: this arm was started with other {', '.join(changed)}; use another ROOT or arm name"
+            )
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(dumps(spec, indent=1, sort_keys=True) + "\n")
+
+
 def run_arm(args: argparse.Namespace, name: str) -> None:
     """Train the arm (unless ``warm`` or done) and evaluate its adapter on the dev set."""
     from toolkit.runs import SweepFolder, has_adapter
@@ -135,6 +162,7 @@ def run_arm(args: argparse.Namespace, name: str) -> None:
     arm = None if name == WARM else next(a for a in map(parse_arm, args.arm) if a.name == name)
     recipe = arm_recipe(args, arm)
     tasks = dev_tasks(args, recipe)
+    check_spec(folder.spec(name), arm_spec(args, recipe, tasks))
     if arm is None:
         adapter = args.warm_start
     else:
@@ -187,23 +215,31 @@ def last_line(path: Path) -> str:
     return lines[-1][-160:] if lines else ""
 
 
-def stop_group(proc: subprocess.Popen) -> None:
-    """The arm's process group (the arm, and the engines and servers it started): SIGTERM, then SIGKILL
-    for whatever is left after 10 s."""
-    for sig in (signal.SIGTERM, signal.SIGKILL):
+def stop_groups(procs: list[subprocess.Popen], grace_s: float = 10.0) -> None:
+    """Each arm's process group (the arm, and the engines and servers it started): SIGTERM to all of them,
+    one grace period for all, then SIGKILL to what is left (bounded: 2 x ``grace_s`` however many)."""
+
+    def alive(proc: subprocess.Popen) -> bool:
+        proc.poll()  # reap the arm itself so that its group can empty
         try:
-            os.killpg(proc.pid, sig)
+            os.killpg(proc.pid, 0)
+            return True
         except ProcessLookupError:
-            return  # the group is empty
-        deadline = time.time() + 10.0
-        while time.time() < deadline:
+            return False
+
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        left = [p for p in procs if alive(p)]
+        for proc in left:
             try:
-                os.killpg(proc.pid, 0)
+                os.killpg(proc.pid, sig)
             except ProcessLookupError:
-                proc.poll()
-                return
-            proc.poll()  # reap the arm itself so its group can empty
+                pass
+        deadline = time.time() + grace_s
+        while left and time.time() < deadline:
             time.sleep(0.1)
+            left = [p for p in left if alive(p)]
+        if not left:
+            return
 
 
 def run_all(args: argparse.Namespace, names: list[str]) -> dict[str, str]:
@@ -223,14 +259,28 @@ def run_all(args: argparse.Namespace, names: list[str]) -> dict[str, str]:
             for name, proc in list(running.items()):
                 if proc.poll() is not None:
                     del running[name]
-                    stop_group(proc)  # what the arm started and left running (an engine, a server) goes too
+                    stop_groups(
+                        [proc]
+                    )  # what the arm started and left running (an engine, a server) goes too
                     status[name] = "ok" if proc.returncode == 0 else f"failed (rc {proc.returncode})"
                     say(f"{name}: {status[name]}; log {folder.log(name)}", started)
+            if args.deadline and time.time() - started > args.deadline:
+                stop_groups(list(running.values()))
+                for name, proc in running.items():
+                    status[name] = "ok" if proc.returncode == 0 else "unfinished (deadline)"
+                    say(f"{name}: {status[name]} at the deadline; log {folder.log(name)}", started)
+                for name in waiting:
+                    status[name] = "unfinished (deadline)"
+                running.clear()
+                waiting.clear()
+                break
             while waiting and len(running) < args.parallel:
                 name = waiting.pop(0)
                 log_path = folder.log(name)
                 log_path.parent.mkdir(parents=True, exist_ok=True)
                 with log_path.open("a") as log:  # the child keeps its own copy of the descriptor
+                    log.write(f"[sweep] {name}: started {time.strftime('%Y-%m-%d %H:%M:%S')}\n")
+                    log.flush()  # an earlier sweep's lines are not read as this one's progress
                     running[name] = subprocess.Popen(
                         child_command(args, name),
                         stdout=log,
@@ -238,25 +288,13 @@ def run_all(args: argparse.Namespace, names: list[str]) -> dict[str, str]:
                         start_new_session=True,
                     )
                 say(f"{name}: started ({len(running)} running, {len(waiting)} waiting)", started)
-            if args.deadline and time.time() - started > args.deadline:
-                for name, proc in running.items():
-                    stop_group(proc)
-                    status[name] = "unfinished (deadline)"
-                    say(f"{name}: stopped at the deadline; log {folder.log(name)}", started)
-                for name in waiting:
-                    status[name] = "unfinished (deadline)"
-                running.clear()
-                waiting.clear()
-                break
             if running and time.time() - last_report >= PROGRESS_EVERY_S:
                 last_report = time.time()
                 for name in running:
-                    line = last_line(folder.log(name))
-                    say(f"{name}: {line or 'starting'}", started)
+                    say(f"{name}: {last_line(folder.log(name))}", started)
             time.sleep(1.0)
     finally:  # an interrupted sweep leaves no arm behind
-        for proc in running.values():
-            stop_group(proc)
+        stop_groups(list(running.values()))
     return status
 
 
@@ -271,7 +309,13 @@ def sampled_block(tasks: list, before: Path, after: Path) -> dict[str, Any] | No
     out: dict[str, Any] = {"k": min(kb, ka)}
     for group in GROUPS:
         ids = [t.id for t in tasks if group == "all" or template_group(t) == group]
-        out[group] = seed_mean_difference(np.array([b[i] for i in ids]), np.array([[a[i] for i in ids]]))
+        missing = [i for i in ids if i not in b or i not in a]
+        if missing:
+            raise SystemExit(
+                f"{before} or {after}: no samples of {len(missing)} dev tasks ({missing[0]}, ...)"
+            )
+        block = np.array([b[i] for i in ids]), np.array([[a[i] for i in ids]])
+        out[group] = seed_mean_difference(*block) if ids else None
     return out
 
 
@@ -291,12 +335,15 @@ def compare(args: argparse.Namespace, names: list[str], status: dict[str, str]) 
         "dev_tasks": len(tasks),
         "sampled_k": args.sampled,
         "status": status,
+        "warm": None,
         "arms": {},
+        "seed_means": {},
     }
     warm = folder.dev(WARM)
     if not (warm / EVAL_MARKER).exists():
         return out
     before = read_task_results(warm / "results.jsonl")
+    out["warm"] = warm_block(tasks, before, folder.samples(WARM))
     for name in names:
         if name == WARM or not (folder.dev(name) / EVAL_MARKER).exists():
             continue
@@ -312,6 +359,24 @@ def compare(args: argparse.Namespace, names: list[str], status: dict[str, str]) 
             "sampled": sampled_block(tasks, folder.samples(WARM), folder.samples(name)),
         }
     out["seed_means"] = seed_means(args, tasks, before)
+    return out
+
+
+def warm_block(tasks: list, results: list, samples: Path) -> dict[str, Any]:
+    """The warm start's own dev-set levels: greedy pass@0.75 per group and, when sampled, the mean pass."""
+    from toolkit.eval.claim import GROUPS, greedy_row, sampled_pass, template_group
+    from toolkit.records import SampleRow
+
+    passed = {r.task_id: greedy_row(r)["pass"] for r in results}
+    per_task = sampled_pass(read_jsonl(samples, SampleRow))[0] if samples.exists() else None
+    out: dict[str, Any] = {}
+    for group in GROUPS:
+        ids = [t.id for t in tasks if group == "all" or template_group(t) == group]
+        out[group] = {
+            "n_tasks": len(ids),
+            "greedy": float(np.mean([passed[i] for i in ids])) if ids else None,
+            "sampled": float(np.mean([per_task[i] for i in ids])) if ids and per_task else None,
+        }
     return out
 
 
@@ -350,6 +415,16 @@ def seed_means(args: argparse.Namespace, tasks: list, before: list) -> dict[str,
     return out
 
 
+def reported_status(args: argparse.Namespace, names: list[str]) -> dict[str, str]:
+    """``--report``: what ROOT holds of each arm (nothing was run)."""
+    from toolkit.runs import EVAL_MARKER, SweepFolder
+
+    folder = SweepFolder(args.root)
+    return {
+        n: "evaluated" if (folder.dev(n) / EVAL_MARKER).exists() else "no evaluation in ROOT" for n in names
+    }
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.lever_sweep", description=__doc__.split("\n")[0])
     parser.add_argument("root", type=Path, help="the sweep's folder (one per arm, logs/); resumable")
@@ -361,13 +436,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--dev-tasks", type=positive_int, default=None, help="only the first N dev tasks")
     parser.add_argument("--sampled", type=int, default=0, help="K sampled episodes per dev task (0: none)")
     parser.add_argument("--parallel", type=positive_int, default=1, help="arms at a time (1)")
-    parser.add_argument("--deadline", type=float, default=0.0, help="stop arms still running after S s")
+    parser.add_argument(
+        "--deadline", type=float, default=0.0, help="stop arms still running after S s (0: none)"
+    )
     parser.add_argument("--report", action="store_true", help="run nothing: compare what ROOT holds")
     parser.add_argument("--only", default=None, help=argparse.SUPPRESS)  # one arm, in this process
     parser.add_argument("--verbose", action="store_true", help="show the libraries' logs and warnings")
     args = parser.parse_args(argv)
     if args.sampled < 0:
         parser.error("--sampled must be 0 or a positive integer")
+    if args.deadline < 0:
+        parser.error("--deadline must be 0 (none) or a positive number of seconds")
     from toolkit.train.quiet import quiet_libraries
 
     quiet_libraries(args.verbose or None)
@@ -383,7 +462,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     names = [WARM, *(a.name for a in arms)]
     started = time.time()
     say(f"{len(names)} arms ({', '.join(names)}), {args.parallel} at a time, into {args.root}")
-    status = {n: "not run (--report)" for n in names} if args.report else run_all(args, names)
+    status = reported_status(args, names) if args.report else run_all(args, names)
     result = compare(args, names, status)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(dumps(result, indent=1, sort_keys=True) + "\n")

@@ -14,7 +14,7 @@ from test_eval_claim import result  # a greedy result that passes or not, as the
 from test_lever_rft import TASKS
 
 from bench import lever_sweep
-from bench.lever_sweep import Arm, compare, parse_arm, run_all
+from bench.lever_sweep import Arm, check_spec, compare, parse_arm, run_all, sampled_block
 from toolkit.records import SampleRow, write_jsonl
 from toolkit.runs import EVAL_MARKER, SweepFolder
 
@@ -31,6 +31,7 @@ def test_an_arm_is_a_name_a_stop_and_recipe_overrides():
         ("Big:seed=1", "a name of lower-case"),
         ("a:stop=sft", "stop must be one of rft, grpo"),
         ("a:seed", "KEY=VALUE"),
+        ("a:stop=rft,seed=1,stop=grpo", "stop= given 2 times"),
     ):
         with pytest.raises(ValueError, match=match):
             parse_arm(bad)
@@ -145,7 +146,7 @@ def test_arms_over_the_deadline_are_stopped_with_their_children_and_failures_rep
         return [sys.executable, "-c", spawn, name]
 
     monkeypatch.setattr(lever_sweep, "child_command", child)
-    args = args_for(tmp_path, parallel=2, deadline=4.0)
+    args = args_for(tmp_path, parallel=2, deadline=10.0)  # time to start on a loaded machine
     status = run_all(args, ["bad", "slow", "queued"])
     # "bad" fails at once, "queued" takes its place, "slow" and "queued" run into the deadline
     assert status == {
@@ -204,3 +205,37 @@ def stat_state(pid: int) -> str:
         return open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0]
     except OSError:
         return "Z"
+
+
+def test_a_group_without_tasks_has_no_sampled_block_and_missing_samples_are_an_error(tmp_path):
+    in_template = TASKS[:6]  # t6 and t7 come from held-out templates
+    rows = [SampleRow(task_id=t.id, score=1.0, answer_failed=False) for t in in_template]
+    write_jsonl(tmp_path / "before.jsonl", rows)
+    write_jsonl(tmp_path / "after.jsonl", rows)
+    block = sampled_block(in_template, tmp_path / "before.jsonl", tmp_path / "after.jsonl")
+    assert block["held_out_templates"] is None and block["all"]["diff"] == 0.0
+    write_jsonl(tmp_path / "after.jsonl", rows[:-1])  # samples of other dev tasks than the warm start's
+    with pytest.raises(SystemExit, match="no samples of 1 dev tasks"):
+        sampled_block(in_template, tmp_path / "before.jsonl", tmp_path / "after.jsonl")
+
+
+def test_an_arm_restarted_with_other_settings_is_refused(tmp_path):
+    spec = {"recipe": {"seed": 1}, "warm_start": "w", "dev_tasks": ["t0", "t1"], "sampled": 4}
+    path = tmp_path / "rft" / "arm.json"
+    check_spec(path, spec)
+    check_spec(path, dict(spec))  # the same arm goes on
+    with pytest.raises(SystemExit, match="started with other dev_tasks, recipe"):
+        check_spec(path, {**spec, "recipe": {"seed": 2}, "dev_tasks": ["t0"]})
+
+
+def test_a_sweep_whose_warm_start_failed_writes_the_statuses_and_exits_1(tmp_path, monkeypatch):
+    monkeypatch.setattr(lever_sweep, "check_args", lambda args, arms: None)
+    monkeypatch.setattr(lever_sweep, "source_commit", lambda: "abc")
+    monkeypatch.setattr(lever_sweep, "dev_tasks", lambda args, recipe: TASKS)
+    monkeypatch.setattr(lever_sweep, "arm_recipe", lambda args, arm: None)
+    statuses = {"warm": "failed (rc 1)", "rft": "ok"}
+    monkeypatch.setattr(lever_sweep, "run_all", lambda args, names: statuses)
+    out = tmp_path / "sweep.json"
+    assert lever_sweep.main([str(tmp_path / "root"), "--out", str(out), "--arm", "rft:stop=rft"]) == 1
+    written = json.loads(out.read_text())
+    assert written["status"] == statuses and written["arms"] == {} and written["seed_means"] == {}

@@ -85,28 +85,33 @@ def test_peft_ref_sync_callback_skips_models_without_a_reference_adapter():
         PeftRefSyncCallback(every=0)
 
 
-def test_step_lines_replace_the_printers_without_ipython(monkeypatch):
+@pytest.mark.parametrize("ipython", [True, False])
+def test_step_lines_replace_the_printers_with_and_without_ipython(monkeypatch, ipython):
     """transformers' notebook table imports IPython, which a plain GPU machine need not have: training
-    there failed at its first trainer (2026-11-28, H200 image without IPython). The table is removed only
-    where it can exist."""
+    there failed at its first trainer (2026-11-28, an H200 image without IPython). The table is removed
+    where IPython exists (a notebook would draw it), and not imported where it does not."""
     import sys
 
     from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
     from toolkit.train.callbacks import StepLines, use_step_lines
 
-    for name in [
-        m for m in sys.modules if m == "IPython" or m.startswith(("IPython.", "transformers.utils.notebook"))
-    ]:
-        monkeypatch.delitem(sys.modules, name)
-    monkeypatch.setitem(sys.modules, "IPython", None)  # import IPython raises ImportError
-    import importlib.util
-
-    real_find_spec = importlib.util.find_spec
-    monkeypatch.setattr(
-        importlib.util, "find_spec", lambda name, *a: None if name == "IPython" else real_find_spec(name, *a)
-    )
-    removed = []
-    trainer = SimpleNamespace(remove_callback=removed.append, add_callback=lambda cb: removed.append(cb))
+    if ipython:
+        pytest.importorskip("IPython")
+    else:
+        for name in [
+            m
+            for m in sys.modules
+            if m == "IPython" or m.startswith(("IPython.", "transformers.utils.notebook"))
+        ]:
+            monkeypatch.delitem(sys.modules, name)
+        monkeypatch.setitem(sys.modules, "IPython", None)  # import IPython raises ImportError
+    removed, added = [], []
+    trainer = SimpleNamespace(remove_callback=removed.append, add_callback=added.append)
     lines = use_step_lines(trainer, "grpo")
-    assert removed[:2] == [PrinterCallback, ProgressCallback] and isinstance(lines, StepLines)
+    expected = [PrinterCallback, ProgressCallback]
+    if ipython:
+        from transformers.utils.notebook import NotebookProgressCallback
+
+        expected.append(NotebookProgressCallback)
+    assert removed == expected and added == [lines] and isinstance(lines, StepLines)

@@ -436,13 +436,17 @@ def test_a_recipe_with_rft_runs_sft_then_rft_stops_there_when_asked_and_resumes_
     out = RunFolder(tmp_path / "run")
     r = cfg.recipe_from_dict(SMALL, "small-rft")
     backend = gold_sampling_backend(r)
-    closed = []  # what GRPO would start from when the stopped run closes: the round trained in this run
+    # what GRPO would start from when the stopped run closes (the round trained in this run), and the step
+    # its metrics would go on from: the warm start's step and the round's, counted in this run
+    closed = []
     close_run = toolkit.train.pipeline.close_run
     monkeypatch.setattr(
-        toolkit.train.pipeline, "close_run", lambda run: closed.append(run.grpo_start) or close_run(run)
+        toolkit.train.pipeline,
+        "close_run",
+        lambda run: closed.append((run.grpo_start, run.sft_steps)) or close_run(run),
     )
     summary = run_recipe(r, out.root, backend=backend, stop_after="rft")
-    assert closed == [out.rft_adapter]
+    assert closed == [(out.rft_adapter, 2)]
     assert summary["rft"] == {
         "tasks": 3,
         "sampled": 6,

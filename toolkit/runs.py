@@ -33,7 +33,8 @@ warm start evaluated again on a few tasks, when a stored evaluation is reused).
 
 Levers side by side (``SweepFolder``, ``python -m bench.lever_sweep``, issue 49): ``<arm>/run/`` (the arm's
 run; none for ``warm``, the warm start itself), ``<arm>/dev/`` (its greedy evaluation on the dev set) and
-``<arm>/dev/samples.jsonl`` (its sampled episodes), ``logs/<arm>.log`` (each arm runs in its own process)."""
+``<arm>/dev/samples.jsonl`` (its sampled episodes), ``<arm>/arm.json`` (what it was started with),
+``logs/<arm>.log`` (each arm runs in its own process)."""
 
 from __future__ import annotations
 
@@ -347,6 +348,10 @@ class SweepFolder:
     def samples(self, arm: str) -> Path:
         """The arm's sampled dev-set episodes (``bench.gain_zones``' rows)."""
         return self.dev(arm) / "samples.jsonl"
+
+    def spec(self, arm: str) -> Path:
+        """What the arm was started with (recipe, dev tasks, samples): a rerun must match it."""
+        return self.root / arm / "arm.json"
 
     def log(self, arm: str) -> Path:
         return self.root / "logs" / f"{arm}.log"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
 from functools import lru_cache
 from types import ModuleType
 from typing import Any
@@ -36,18 +37,22 @@ def check_arguments(
     return arguments, "; ".join(_describe(e) for e in errors[:3])
 
 
+_JSONSCHEMA_IMPORT = threading.Lock()
+
+
 def import_jsonschema() -> ModuleType:
     """``jsonschema``, first imported without the ``rfc3987_syntax`` package: where it is installed
     (``jupyter-events`` pulls it in), ``jsonschema``'s format checkers compile its Lark grammar at import,
     about 2 s a process on a 2-core AVX2 EPYC (0.3 s without). It only adds the "iri" and "iri-reference"
     format checks, and the kit's validators check no formats. Every process that validates a tool call
     pays the import (``mcp-rl`` commands, the tests' subprocesses)."""
-    if "jsonschema" not in sys.modules and "rfc3987_syntax" not in sys.modules:
-        sys.modules["rfc3987_syntax"] = None  # None there: importing it raises ImportError
-        try:
-            import jsonschema
-        finally:
-            del sys.modules["rfc3987_syntax"]
+    with _JSONSCHEMA_IMPORT:  # two threads' first calls must not both block and unblock the grammar
+        if "jsonschema" not in sys.modules and "rfc3987_syntax" not in sys.modules:
+            sys.modules["rfc3987_syntax"] = None  # None there: importing it raises ImportError
+            try:
+                import jsonschema
+            finally:
+                sys.modules.pop("rfc3987_syntax", None)
     import jsonschema
 
     return jsonschema
