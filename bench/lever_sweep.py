@@ -291,7 +291,8 @@ def run_all(args: argparse.Namespace, names: list[str]) -> dict[str, str]:
             if running and time.time() - last_report >= PROGRESS_EVERY_S:
                 last_report = time.time()
                 for name in running:
-                    say(f"{name}: {last_line(folder.log(name))}", started)
+                    line = last_line(folder.log(name)).removeprefix(f"[sweep] {name}: ")  # said once
+                    say(f"{name}: {line}", started)
             time.sleep(1.0)
     finally:  # an interrupted sweep leaves no arm behind
         stop_groups(list(running.values()))
