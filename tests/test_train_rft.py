@@ -466,6 +466,7 @@ def test_a_recipe_with_rft_runs_sft_then_rft_stops_there_when_asked_and_resumes_
         ("train", out.sft_adapter),  # and fine-tunes the warm-start adapter into rft/adapter
     ]
     assert has_adapter(out.rft_adapter) and not has_adapter(out.adapter) and "grpo_steps" not in summary
+    assert out.rft_samples_file.exists() and not out.rft_sample_parts.exists()  # the parts were folded in
     assert "rft_s" in summary["timings_s"]
     warm, rft = (
         load_file(out.sft_adapter / "adapter_model.safetensors"),
@@ -519,3 +520,30 @@ def test_a_recipe_with_rft_runs_sft_then_rft_stops_there_when_asked_and_resumes_
     records = [json.loads(line) for line in out.metrics_file.read_text().splitlines()]
     assert [rec["step"] for rec in records if rec["phase"] == "rft" and "loss" in rec] == [2]
     assert [rec["step"] for rec in records if rec["phase"] == "grpo" and "reward" in rec] == [3, 3]
+
+
+def test_a_killed_round_goes_on_from_its_last_kept_part(tmp_path):
+    """The round's sampling is kept part by part: a kill loses at most the part being sampled (a 640-episode
+    round on two cores was killed at 307 episodes on 2026-11-28 and kept nothing)."""
+    from toolkit.agent.loop import RolloutConfig
+    from toolkit.train.rft import sample_in_parts
+
+    tasks = [Task(id=f"t{i}", split="train", prompt=f"p{i}", servers=[], tools=[], seed=0) for i in range(5)]
+    calls = []
+
+    def sample(part, loop):
+        calls.append(([t.id for t in part], loop.seed))
+        if len(calls) == 2 and kill:
+            raise KeyboardInterrupt  # killed while sampling the second part
+        return [Trajectory(task_id=t.id, messages=[], metadata={"k": k}) for t in part for k in range(2)]
+
+    kill, parts = True, tmp_path / "parts"
+    with pytest.raises(KeyboardInterrupt):
+        sample_in_parts(sample, tasks, 2, RolloutConfig(seed=7), parts, say=lambda _: None, chunk=2)
+    assert sorted(p.name for p in parts.iterdir()) == ["part-0000.jsonl"]
+    kill, calls[:] = False, []
+    trajs = sample_in_parts(sample, tasks, 2, RolloutConfig(seed=7), parts, say=lambda _: None, chunk=2)
+    assert calls == [(["t2", "t3"], 8), (["t4"], 9)]  # the kept part is read back; each part its own seed
+    assert [t.task_id for t in trajs] == ["t0", "t0", "t1", "t1", "t2", "t2", "t3", "t3", "t4", "t4"]
+    with pytest.raises(ValueError, match="not 2 per task"):  # parts of another round's tasks are refused
+        sample_in_parts(sample, tasks[1:], 2, RolloutConfig(), parts, say=lambda _: None, chunk=2)

@@ -9,7 +9,8 @@ A run folder (``RunFolder``):
 - ``tasks/``: tasks synthesised for the run (``train.jsonl``, ``eval.jsonl``), ``tasks/test-seed<S>/``
 - ``sft/``: the warm start's trainer output, its adapter in ``sft/adapter/``
 - ``rft/``: the rejection-sampling round (recipe section ``rft``, off by default): ``samples.jsonl``
-  (every episode it sampled), its checkpoints, its adapter in ``rft/adapter/`` (GRPO starts from it)
+  (every episode it sampled; ``sample-parts/`` while it samples), its checkpoints, its adapter in
+  ``rft/adapter/`` (GRPO starts from it)
 - ``grpo/``: TRL's output: ``checkpoint-N/``, the rollout log ``rollouts.jsonl``, the screened pool
   ``pool.jsonl``
 - ``adapter/``: the final LoRA adapter (``merged/``: the base model with it merged)
@@ -132,6 +133,11 @@ class RunFolder:
     @property
     def rft_samples_file(self) -> Path:
         return self.rft / "samples.jsonl"
+
+    @property
+    def rft_sample_parts(self) -> Path:
+        """The round's episodes part by part while it samples (gone once ``samples.jsonl`` holds them)."""
+        return self.rft / "sample-parts"
 
     @property
     def rft_adapter(self) -> Path:

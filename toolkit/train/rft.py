@@ -30,7 +30,8 @@ otherwise beyond that whitespace (``toolkit.train.sft.template_reproduces``).
 
 Stage outputs (``toolkit.runs.RunFolder``): ``rft/samples.jsonl`` (every sampled episode, each with
 ``metadata["rft"]``: its sample index and whether it was right and kept; read back, and judged again,
-on resume), ``rft/checkpoint-N`` and ``rft/adapter`` (the marker of the stage)."""
+on resume; while the round samples, ``rft/sample-parts/`` keeps it 32 tasks at a time, so that a killed
+round goes on from its last part), ``rft/checkpoint-N`` and ``rft/adapter`` (the marker of the stage)."""
 
 from __future__ import annotations
 
@@ -300,6 +301,43 @@ def read_samples(path: Path, tasks: Sequence[Task], n: int) -> list[Trajectory]:
             f"{path}: {len(trajs)} episodes that are not {n} per task of the round's {len(tasks)} tasks"
             " (written with other rft settings?); delete it to sample again"
         )
+    return trajs
+
+
+SAMPLE_CHUNK_TASKS = 32  # tasks sampled per kept part: a killed round loses at most one part's episodes
+
+
+def sample_in_parts(
+    sample: Callable[[list[Task], Any], list[Trajectory]],
+    tasks: Sequence[Task],
+    n: int,
+    loop: Any,
+    parts: Path,
+    say: Callable[[str], None] = print,
+    chunk: int = SAMPLE_CHUNK_TASKS,
+) -> list[Trajectory]:
+    """Every task sampled ``n`` times, ``chunk`` tasks at a time, each part written whole into ``parts``
+    (``part-0000.jsonl``, ...) as soon as it is sampled and read back instead of sampled again: a round
+    of hundreds of episodes (40 minutes on two cores) goes on where it was killed. ``sample(tasks, loop)``
+    returns their episodes task by task; a seeded loop gets ``seed + part`` for each part, so parts do not
+    repeat one random stream and a resumed part starts from the seed an uninterrupted round gives it."""
+    import dataclasses
+
+    tasks = list(tasks)
+    trajs: list[Trajectory] = []
+    starts = range(0, len(tasks), chunk)
+    for k, start in enumerate(starts):
+        part_tasks, part = tasks[start : start + chunk], parts / f"part-{k:04d}.jsonl"
+        if part.exists():
+            trajs += read_samples(part, part_tasks, n)
+            say(f"RFT: part {k + 1}/{len(starts)} read back from {part}")
+            continue
+        part_loop = loop if loop.seed is None else dataclasses.replace(loop, seed=loop.seed + k)
+        say(f"RFT: part {k + 1}/{len(starts)}: tasks {start + 1}-{start + len(part_tasks)} of {len(tasks)}")
+        got = sample(part_tasks, part_loop)
+        parts.mkdir(parents=True, exist_ok=True)
+        write_samples(part, got)
+        trajs += got
     return trajs
 
 

@@ -206,6 +206,7 @@ def train_rft(run: Run) -> None:
         rft_loop,
         rft_tasks,
         right_check,
+        sample_in_parts,
         wait_for,
         write_samples,
     )
@@ -234,10 +235,18 @@ def train_rft(run: Run) -> None:
             f"RFT: sampling {len(tasks)} train tasks x {n} with the {run.before_label} adapter at"
             f" temperature {loop.temperature}"
         )
-        trajs = sample_tasks(backend, run.warm, "rft", tasks, loop, n)
+        trajs = sample_in_parts(
+            lambda part, part_loop: sample_tasks(backend, run.warm, "rft", part, part_loop, n),
+            tasks,
+            n,
+            loop,
+            folder.rft_sample_parts,
+            say=log,
+        )
     keep = keep_episodes(tasks, trajs, n, right_check(config.correct_by), config)
     if is_main_process() and not samples.exists():
         write_samples(samples, trajs)
+        shutil.rmtree(folder.rft_sample_parts, ignore_errors=True)  # samples.jsonl holds them all now
     rows = episode_rows(keep.kept, max_length=training.get("max_length"))
     run.summary["rft"] = {**keep.summary(), "examples": len(rows)}
     log(f"RFT {keep.line()}")
