@@ -89,6 +89,10 @@ def parse_arm(text: str) -> Arm:
     return Arm(name, stop, overrides, tuple(unset))
 
 
+def arm_named(args: argparse.Namespace, name: str) -> Arm:
+    return next(a for a in map(parse_arm, args.arm) if a.name == name)
+
+
 def arm_recipe(args: argparse.Namespace, arm: Arm | None) -> Any:
     from toolkit.train.config import with_overrides
 
@@ -159,7 +163,7 @@ def run_arm(args: argparse.Namespace, name: str) -> None:
 
     set_threads(None)  # $MCP_RL_THREADS: several arms share the machine's cores
     folder = SweepFolder(args.root)
-    arm = None if name == WARM else next(a for a in map(parse_arm, args.arm) if a.name == name)
+    arm = None if name == WARM else arm_named(args, name)
     recipe = arm_recipe(args, arm)
     tasks = dev_tasks(args, recipe)
     check_spec(folder.spec(name), arm_spec(args, recipe, tasks))
@@ -348,7 +352,7 @@ def compare(args: argparse.Namespace, names: list[str], status: dict[str, str]) 
     for name in names:
         if name == WARM or not (folder.dev(name) / EVAL_MARKER).exists():
             continue
-        arm = next(a for a in map(parse_arm, args.arm) if a.name == name)
+        arm = arm_named(args, name)
         summary_file = folder.run(name).summary_file
         summary = json.loads(summary_file.read_text()) if summary_file.exists() else {}
         out["arms"][name] = {
