@@ -26,7 +26,9 @@ def task(tid: str, held_out_template: bool) -> Task:
     )
 
 
-def result(tid: str, passed: bool, *, answer_failed: bool = False, calls: int = 1) -> TaskResult:
+def result(
+    tid: str, passed: bool, *, answer_failed: bool = False, calls: int = 1, gold_calls: int | None = 1
+) -> TaskResult:
     item = {"id": "r1", "essential": True, "check": "answer", "verdict": "fail" if answer_failed else "pass"}
     return TaskResult(
         task_id=tid,
@@ -35,6 +37,7 @@ def result(tid: str, passed: bool, *, answer_failed: bool = False, calls: int = 
         score=1.0 if passed else 0.0,
         rubric=[item],
         n_calls=calls,
+        n_gold_calls=gold_calls,
         stop_reason="finish",
         first_call_well_formed=True,
     )
@@ -101,6 +104,28 @@ def test_the_claim_averages_the_seeds_splits_templates_and_grades_answers():
     assert claim["per_kind"]["lookup"]["greedy"]["diff"] == 0.0
     assert claim["criteria"]["in_template_greedy_diff_at_least_0.10"] is True
     assert claim["criteria"]["in_template_greedy_ci_low_above_0"] is True
+
+
+def test_answering_without_the_calls_a_task_needs_is_a_guard_the_calls_per_task_cannot_see():
+    """The loophole an RFT round walked into (docs/cpu-proof): fewer calls read as better on calls per
+    task; the model that stopped calling on tasks that need a call fails the no-call guard instead."""
+    tasks, greedy, _ = build(8)
+    for t, ts in tasks.items():
+        # the warm start calls once everywhere; both seeds answer the tasks that need calls with none
+        # (e0-e3 need one; e4-e7 need none, like abstains: not calling there is right)
+        gold = {x.id: 1 if int(x.id[1:]) < 4 else 0 for x in ts}
+        greedy[t]["warm_start"] = [result(x.id, False, gold_calls=gold[x.id]) for x in ts]
+        for seed in ("grpo-seed1", "grpo-seed2"):
+            greedy[t][seed] = [result(x.id, False, calls=0, gold_calls=gold[x.id]) for x in ts]
+    claim = compute_claim(tasks, greedy, n_boot=200)
+    assert claim["guards"]["calls_per_task"]["diff"] == -1.0  # "better" by the old guards
+    assert claim["criteria"]["calls_per_task_diff_at_most_0.10"] is True
+    assert claim["guards"]["no_call_when_needed"]["diff"] == pytest.approx(0.5)
+    assert claim["criteria"]["no_call_when_needed_diff_at_most_0.03"] is False
+    # a result without its gold call count cannot say whether a call was needed: an error, not a 0
+    greedy["test-seed9001"]["grpo-seed1"][0] = result("e0", False, gold_calls=None)
+    with pytest.raises(ValueError, match="task e0 has no n_gold_calls"):
+        compute_claim(tasks, greedy, n_boot=200)
 
 
 def test_missing_results_or_samples_without_verdicts_are_errors():

@@ -113,7 +113,8 @@ def test_mcp_rl_eval_with_the_vllm_policy(tmp_path, adapter):
         "--adapter",
         str(adapter),
     ]
-    cmd += ["--suite", "kit-eval", "--limit", "2", "--max-new-tokens", "32", "--out", str(out), "--json"]
+    cmd += ["--suite", "kit-eval", "--limit", "2", "--max-new-tokens", "32", "--max-turns", "2"]
+    cmd += ["--out", str(out), "--json"]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env={**os.environ})
     assert done.returncode == 0, done.stderr[-3000:]
     results = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]

@@ -68,7 +68,7 @@ def test_the_kit_eval_policy_runs_against_the_served_model_with_its_adapter(serv
     out = tmp_path / "eval"
     done = mcp_rl(
         "eval", "--policy", server.policy_spec(), "--suite", "kit-eval", "--limit", "2",
-        "--max-new-tokens", "64", "--out", str(out), "--json",
+        "--max-new-tokens", "64", "--max-turns", "2", "--out", str(out), "--json",
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     results = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]

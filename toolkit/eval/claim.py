@@ -10,7 +10,10 @@ One number can be luck (one training seed) or a loophole (one metric). The claim
 - apart for tasks of the templates trained on (``in_template``) and of held-out templates
   (``held_out_templates``: a task whose ``metadata.held_out`` names ``template``), and for all; greedy
   per task kind too (``per_kind``);
-- with guards that a better pass rate must not buy: finish rate, calls per task, well-formed first calls.
+- with guards that a better pass rate must not buy: finish rate, calls per task, well-formed first calls,
+  and the share of tasks that need a tool call answered without any (``no_call_when_needed``): calling
+  nothing lowers the calls per task, so that guard alone would read a model that stopped using its tools
+  as an improvement (an RFT round did this to 30-40 of the dev set's 62 aggregates, docs/cpu-proof).
 
 The evaluations sit in one folder::
 
@@ -38,7 +41,7 @@ from toolkit.eval.metrics import CONFIDENCE, N_BOOT, task_passed
 from toolkit.records import SampleRow, Task, TaskResult, dumps, read_jsonl, read_task_results
 
 GROUPS = ("in_template", "held_out_templates", "all")
-GUARDS = ("finish_rate", "calls_per_task", "first_call_well_formed")
+GUARDS = ("finish_rate", "calls_per_task", "first_call_well_formed", "no_call_when_needed")
 WARM_START = "warm_start"
 PASS = 0.75
 
@@ -50,12 +53,19 @@ def template_group(task: Task) -> str:
 
 
 def greedy_row(result: TaskResult) -> dict[str, float]:
-    """What the claim reads of one greedy episode."""
+    """What the claim reads of one greedy episode. Its gold call count (``n_gold_calls``, written by
+    ``mcp-rl eval`` for kit-eval tasks) says whether the task needs a call at all."""
+    if result.n_gold_calls is None:
+        raise ValueError(
+            f"the result of task {result.task_id} has no n_gold_calls: the claim needs kit-eval results "
+            "(toolkit.eval.metrics.with_gold_calls fills them in from the tasks)"
+        )
     return {
         "pass": float(task_passed(result)),
         "finish_rate": float(result.stop_reason == "finish"),
         "calls_per_task": float(result.n_calls),
         "first_call_well_formed": float(bool(result.first_call_well_formed)),
+        "no_call_when_needed": float(result.n_gold_calls > 0 and result.n_calls == 0),
     }
 
 
@@ -200,6 +210,8 @@ def criteria(claim: dict[str, Any]) -> dict[str, bool]:
         "finish_rate_diff_at_least_-0.03": guards["finish_rate"]["diff"] >= -0.03,
         "calls_per_task_diff_at_most_0.10": guards["calls_per_task"]["diff"] <= 0.10,
         "first_call_well_formed_diff_at_least_-0.03": guards["first_call_well_formed"]["diff"] >= -0.03,
+        # not in issue 49's list: the loophole its calls-per-task guard leaves open (module docstring)
+        "no_call_when_needed_diff_at_most_0.03": guards["no_call_when_needed"]["diff"] <= 0.03,
     }
 
 
