@@ -2,12 +2,12 @@
 
 - In CI, hypothesis draws the same examples every run (no flaky examples that a local run never saw);
   locally it explores new ones.
-- ``make test`` runs the suite on every core with pytest-xdist (``-n auto``). Each test
-  file stays whole on one worker, so its module fixtures (servers, engines) start once; the files whose
-  tests start vLLM engines share one group, so two engines never fight over the same cores; the files
-  that run the gold policy on synthesized helpdesk tasks share another, and the tasks (``helpdesk_own``).
-  Each worker gets its share of the cores for OpenMP (torch, and the processes the tests start inherit
-  it).
+- ``make test`` runs the suite with pytest-xdist, a worker per core (at least 3, at most 4: the Makefile
+  says why). Each test file stays whole on one worker, so its module fixtures (servers, engines) start
+  once; the files whose tests start vLLM engines share one group, so two engines never fight over the
+  same cores; the files that run the gold policy on synthesized helpdesk tasks share another, and the
+  tasks (``helpdesk_own``). Each worker gets its share of the cores for OpenMP, at least one thread
+  (torch, and the processes the tests start inherit it).
 """
 
 import dataclasses
