@@ -52,7 +52,7 @@ notebooks: setup
 	$(BIN)/mcp-rl notebooks run --smoke
 
 # Executed copies with outputs (tables, figures) for readers on GitHub or Colab: a full `make demo` run
-# (27 min on 2 cores with AVX-512 BF16, 42 min on an AVX2-only CPU), then copied to docs/notebooks/.
+# (about 111 min of notebooks on a 2-core AVX2-only CPU: docs/benchmarks.md), then copied to docs/notebooks/.
 # `publish` refuses smoke runs, so CI's `make notebooks` / `make test` (build/notebooks-smoke) never
 # writes over them.
 docs-notebooks: setup
