@@ -40,6 +40,7 @@ def recipe(**rft):
         ({"num_generations": 4, "shortest_by": "chars"}, "rft.shortest_by must be one of calls, tokens"),
         ({"num_generations": 4, "if_none_kept": "warn"}, "rft.if_none_kept must be one of error, skip"),
         ({"num_generations": 4, "keep_failed_calls": "yes"}, "rft.keep_failed_calls must be true or false"),
+        ({"num_generations": 4, "keep_no_call": "no"}, "rft.keep_no_call must be true or false"),
     ],
 )
 def test_a_bad_rft_value_is_one_line_naming_the_key(section, message):
@@ -547,3 +548,17 @@ def test_a_killed_round_goes_on_from_its_last_kept_part(tmp_path):
     assert [t.task_id for t in trajs] == ["t0", "t0", "t1", "t1", "t2", "t2", "t3", "t3", "t4", "t4"]
     with pytest.raises(ValueError, match="not 2 per task"):  # parts of another round's tasks are refused
         sample_in_parts(sample, tasks[1:], 2, RolloutConfig(), parts, say=lambda _: None, chunk=2)
+
+
+def test_episodes_without_a_call_are_kept_unless_turned_off(lookup_episodes):
+    """``keep_no_call: false``: a right episode that made no call is not kept, the shortest right one
+    with a call is (the lever against the no-call drift in docs/cpu-proof)."""
+    from toolkit.train.rft import n_calls
+
+    task, eps = lookup_episodes
+    names = list(eps)
+    assert kept_names(task, eps, names, correct_by="answer")[0] == ["answer without calls"]
+    kept, keep, _ = kept_names(task, eps, names, correct_by="answer", keep_no_call=False)
+    assert kept and "answer without calls" not in kept
+    assert all(n_calls(eps[name]) > 0 for name in kept)
+    assert keep.summary()["right"] == kept_names(task, eps, names, correct_by="answer")[1].summary()["right"]

@@ -71,6 +71,10 @@ class RftConfig:
     """``calls``: fewest tool calls first, then fewest model tokens; ``tokens``: the other way round."""
     keep_failed_calls: bool = False
     """Keep right episodes with a failed call (a retry that recovered); off: such episodes are not kept."""
+    keep_no_call: bool = True
+    """Keep right episodes that made no tool call (abstains, clarifications); off: only episodes with a
+    call are kept. The only no-call episodes the rounds in docs/cpu-proof kept were abstains, and after
+    them the model answered tasks that need a call without one (the claim's ``no_call_when_needed``)."""
     if_none_kept: str = "error"
     """No episode kept: ``error`` stops the run; ``skip`` says so and GRPO starts from the warm start."""
 
@@ -118,8 +122,9 @@ class RftConfig:
         ):
             if getattr(self, key) not in allowed:
                 raise ValueError(f"rft.{key} must be one of {', '.join(allowed)}, got {getattr(self, key)!r}")
-        if not isinstance(self.keep_failed_calls, bool):
-            raise ValueError(f"rft.keep_failed_calls must be true or false, got {self.keep_failed_calls!r}")
+        for key in ("keep_failed_calls", "keep_no_call"):
+            if not isinstance(getattr(self, key), bool):
+                raise ValueError(f"rft.{key} must be true or false, got {getattr(self, key)!r}")
 
 
 def n_calls(traj: Trajectory) -> int:
@@ -236,8 +241,8 @@ def keep_episodes(
     config: RftConfig,
 ) -> RftKeep:
     """The keep rule: of each task's ``n`` episodes (``trajs`` task by task, as ``rollout`` returns them),
-    those that ended with a reply, made no failed call (unless ``config.keep_failed_calls``) and are
-    ``right``; the shortest first (``config.shortest_by``; ties: the earlier sample), an episode identical
+    those that ended with a reply, made no failed call (unless ``config.keep_failed_calls``), made a call
+    (unless ``config.keep_no_call``, the default) and are ``right``; the shortest first (``config.shortest_by``; ties: the earlier sample), an episode identical
     to one kept counting once, at most ``config.max_per_task``. A wrong episode is never kept. Each
     episode's ``metadata["rft"]`` says its sample index and whether it was right and kept."""
     if len(trajs) != len(tasks) * n:
@@ -255,7 +260,11 @@ def keep_episodes(
             is_right = ended and right(task, traj)
             traj.metadata["rft"] = {"sample": j, "right": is_right, "kept": False}
             counts.update(sampled=1, replied=int(ended), right=int(is_right))
-            if is_right and (config.keep_failed_calls or all(c.ok for c in traj.calls)):
+            if (
+                is_right
+                and (config.keep_failed_calls or all(c.ok for c in traj.calls))
+                and (config.keep_no_call or n_calls(traj) > 0)
+            ):
                 eligible.append((length_key(traj, config.shortest_by), j, traj))
         seen: set[tuple[Any, ...]] = set()
         chosen = []
