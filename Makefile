@@ -38,8 +38,9 @@ demo: setup
 # Lint, then unit tests, CPU integration tests and the notebooks in smoke mode (CI runs this) with
 # pytest-xdist (tests/conftest.py keeps each file on one worker and the vLLM engines on one). One worker
 # per core, but at least 3 and at most 4: many tests wait on processes they start (servers, engines,
-# trainers), so 3 workers keep 2 cores busier. On the 2-core AVX2 EPYC, the whole suite, one run each,
-# alone, 2026-11-29: pytest 883.7 s with 2 workers (-n auto), 711.9 s with 3 (0.81x; CPU 162% -> 179%).
+# trainers), so 3 workers keep 2 cores busier. On the 2-core AVX2 EPYC, the whole suite, each run alone,
+# 2026-11-29: pytest 883.7 s with 2 workers (-n auto), 711.9 s and 787.7 s with 3 (0.81x, 0.89x; CPU
+# 162% -> 179%, 173%); docs/benchmarks.md.
 XDIST := -n $(shell n=$$(nproc 2>/dev/null || echo 2); [ $$n -lt 3 ] && n=3; [ $$n -gt 4 ] && n=4; echo $$n)
 
 test: lint

@@ -13,7 +13,8 @@ One number can be luck (one training seed) or a loophole (one metric). The claim
 - with guards that a better pass rate must not buy: finish rate, calls per task, well-formed first calls,
   and the share of tasks that need a tool call answered without any (``no_call_when_needed``): calling
   nothing lowers the calls per task, so that guard alone would read a model that stopped using its tools
-  as an improvement (an RFT round did this to 30-40 of the dev set's 62 aggregates, docs/cpu-proof).
+  as an improvement (an RFT round stopped calling on 32-37 more of the dev set's 62 aggregates,
+  docs/cpu-proof).
 
 The evaluations sit in one folder::
 
