@@ -242,8 +242,9 @@ def keep_episodes(
 ) -> RftKeep:
     """The keep rule: of each task's ``n`` episodes (``trajs`` task by task, as ``rollout`` returns them),
     those that ended with a reply, made no failed call (unless ``config.keep_failed_calls``), made a call
-    (unless ``config.keep_no_call``, the default) and are ``right``; the shortest first (``config.shortest_by``; ties: the earlier sample), an episode identical
-    to one kept counting once, at most ``config.max_per_task``. A wrong episode is never kept. Each
+    (unless ``config.keep_no_call``, the default) and are ``right``; the shortest first
+    (``config.shortest_by``; ties: the earlier sample), an episode identical to one kept counting once,
+    at most ``config.max_per_task``. A wrong episode is never kept. Each
     episode's ``metadata["rft"]`` says its sample index and whether it was right and kept."""
     if len(trajs) != len(tasks) * n:
         raise ValueError(f"RFT sampled {len(trajs)} episodes for {len(tasks)} tasks x {n}")
