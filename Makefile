@@ -53,7 +53,8 @@ notebooks: setup
 	$(BIN)/mcp-rl notebooks run --smoke
 
 # Executed copies with outputs (tables, figures) for readers on GitHub or Colab: a full `make demo` run
-# (about 111 min of notebooks on a 2-core AVX2-only CPU: docs/benchmarks.md), then copied to docs/notebooks/.
+# (a fresh clone's `make demo`, setup included: 29 min 43 s on a 2-core AVX-512 BF16 CPU; about 111 min
+# of notebooks on a 2-core AVX2-only one: docs/benchmarks.md), then copied to docs/notebooks/.
 # `publish` refuses smoke runs, so CI's `make notebooks` / `make test` (build/notebooks-smoke) never
 # writes over them.
 docs-notebooks: setup

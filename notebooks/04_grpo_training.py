@@ -75,10 +75,10 @@ SMOKE = False
 OUT_DIR = "../build/notebooks/04_grpo_training"
 RECIPE = "cpu-demo"  # bespoke | scale | prove | cpu-demo (toolkit/train/recipes/*.yaml)
 MODEL = None  # None: the recipe's model (cpu-demo: the embedded smollm2-135m)
-# Budgets: a ~20-minute tour on a 2-core CPU (`make demo`). The full CPU proof is `make reproduce-cpu`
-# (the `cpu-learn` recipe at its own budgets: a 60-step warm start, 8 GRPO steps of 4 tasks x 8 episodes,
-# 200 dev and 2 x 200 test tasks); its run folder is shown at the end of this notebook when it exists
-# (PROOF_RUN).
+# Budgets: a 15-minute tour on a 2-core AVX-512 CPU, about 40 minutes on AVX2 only (`make demo`). The full
+# CPU proof is `make reproduce-cpu` (the `cpu-learn` recipe at its own budgets: a 60-step warm start, 8 GRPO
+# steps of 4 tasks x 8 episodes, 200 dev and 2 x 200 test tasks); its run folder is shown at the end of this
+# notebook when it exists (PROOF_RUN).
 SFT_STEPS = 20  # warm-start steps (batch 4)
 GRPO_STEPS = 4  # GRPO steps (1 task x 8 episodes each); the recipe's own is 26
 N_TASKS = 120  # synthesised train tasks
@@ -304,11 +304,13 @@ else:
 # %%
 from toolkit.train.device import describe, detect_backend
 
-print(describe())
+print(f"this machine: {describe()}")
 if detect_backend("auto") == "gpu" and not SMOKE:
     gpu_recipe = cfg.with_overrides(
         cfg.load_recipe("scale"), {"model": "Qwen/Qwen2.5-1.5B-Instruct", "grpo.max_steps": 50}
     )
     gpu_summary = run_recipe(gpu_recipe, out_dir / "gpu-run", backend="gpu")
 else:
-    print("no GPU path here: the CPU run above used transformers + PEFT")
+    used = {"vllm": "vLLM's CPU build generated the episodes, transformers + PEFT made the updates"}
+    print(f"no GPU path here: the run above used backend {summary['backend']!r} on the CPU", end="")
+    print(f" ({used.get(summary['backend'], 'transformers + PEFT generated and updated')})")

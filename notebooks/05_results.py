@@ -358,9 +358,10 @@ if run is not None:
 #
 # `BFCL_LIMIT = 30` per side: on that machine, beside a training run (which slows it about 2x), one BFCL
 # task took 7.1 s on vLLM (4 tasks in 28.5 s after a 21 s engine start) and 139 s with transformers
-# (2 tasks, fp32). `make demo` must stay within an hour on an AVX2-only CPU, which takes about 1.55 times
-# this machine's time: there 2 x 30 tasks cost at most about 11 minutes, in place of the 11 minutes the
-# 2 x 3 tasks with transformers took (docs/benchmarks.md).
+# (2 tasks, fp32). In the run of this executed copy (a fresh clone's `make demo`, 2-core AMD EPYC with
+# AVX-512 BF16, alone) the 2 x 30 tasks took 260 s, 3.4 s an episode, inside `make demo`'s 30 minutes; on an
+# AVX2-only CPU, where vLLM's CPU engine samples in float32 on a slow path, they took about 32 minutes
+# (docs/benchmarks.md).
 
 # %%
 bfcl_sides, bfcl_model = None, None
