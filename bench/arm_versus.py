@@ -1,0 +1,76 @@
+"""One lever against another on the dev set, seed by seed: for each pair ``A:B`` (arm A and arm B of the
+same seed, e.g. the same RFT samples kept two ways), A - B paired by task, then the mean over the pairs
+with a percentile bootstrap CI over tasks (the claim's rule, ``toolkit.eval.claim``), for pass@0.75 and
+the claim's guards.
+
+    python -m bench.arm_versus docs/cpu-proof/keep-no-call \\
+        rft-all320-s0-call:rft-all320-s0 rft-all320-s1-call:rft-all320-s1 rft-all320-s2-call:rft-all320-s2
+
+Reads each arm's ``ARM/dev/results.jsonl`` or, as the committed records keep it, ``results.jsonl.gz``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from toolkit.eval.claim import greedy_row, seed_mean_difference
+from toolkit.records import read_task_results
+
+KEYS = ("pass", "finish_rate", "calls_per_task", "first_call_well_formed", "no_call_when_needed")
+
+
+def arm_rows(root: Path, arm: str) -> dict[str, dict[str, float]]:
+    """task id -> what the claim reads of its greedy episode, for one arm's dev evaluation."""
+    plain, packed = root / arm / "dev" / "results.jsonl", root / arm / "dev" / "results.jsonl.gz"
+    if plain.is_file():
+        results = read_task_results(plain)
+    elif packed.is_file():
+        with tempfile.NamedTemporaryFile("wb", suffix=".jsonl") as tmp:
+            tmp.write(gzip.decompress(packed.read_bytes()))
+            tmp.flush()
+            results = read_task_results(tmp.name)
+    else:
+        raise SystemExit(f"{root / arm / 'dev'}: no results.jsonl(.gz)")
+    return {r.task_id: greedy_row(r) for r in results}
+
+
+def versus(root: Path, pairs: list[tuple[str, str]]) -> dict[str, dict[str, float]]:
+    """Per key, the mean over the pairs of (A - B), paired by task, with its CI over tasks."""
+    sides = [(arm_rows(root, a), arm_rows(root, b)) for a, b in pairs]
+    ids = sorted(sides[0][0])
+    for a, b in sides:
+        if sorted(a) != ids or sorted(b) != ids:
+            raise SystemExit("the arms were evaluated on different dev tasks")
+    return {
+        key: seed_mean_difference(
+            np.zeros(len(ids)), np.array([[a[i][key] - b[i][key] for i in ids] for a, b in sides])
+        )
+        for key in KEYS
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(prog="python -m bench.arm_versus", description=__doc__.split("\n\n")[0])
+    ap.add_argument("root", type=Path, help="a lever_sweep ROOT (or a record of one)")
+    ap.add_argument("pairs", nargs="+", metavar="A:B", help="arm A against arm B (same seed)")
+    args = ap.parse_args(argv)
+    pairs = []
+    for pair in args.pairs:
+        a, sep, b = pair.partition(":")
+        if not (sep and a and b):
+            ap.error(f"{pair!r}: expected A:B")
+        pairs.append((a, b))
+    for key, r in versus(args.root, pairs).items():
+        print(
+            f"{key}: A - B over {r['n_seeds']} pair(s), {r['n_tasks']} tasks: "
+            f"{r['diff']:+.3f} [{r['ci_low']:+.3f}, {r['ci_high']:+.3f}]"
+        )
+
+
+if __name__ == "__main__":
+    main()

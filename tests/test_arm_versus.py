@@ -1,0 +1,57 @@
+"""bench.arm_versus: one arm against another of the same seed, paired by task, from plain or gzipped
+results (the committed records keep them gzipped)."""
+
+from __future__ import annotations
+
+import gzip
+
+import pytest
+
+from bench.arm_versus import versus
+from toolkit.records import TaskResult, dumps
+
+
+def result(tid: str, passed: bool, calls: int) -> TaskResult:
+    verdict = {"id": "r1", "essential": True, "check": "answer", "verdict": "pass" if passed else "fail"}
+    return TaskResult(
+        task_id=tid,
+        suite="kit-eval",
+        category="lookup",
+        score=1.0 if passed else 0.0,
+        rubric=[verdict],
+        n_calls=calls,
+        n_gold_calls=1,
+        stop_reason="finish",
+        first_call_well_formed=True,
+    )
+
+
+def write(root, arm, rows, packed=False):
+    folder = root / arm / "dev"
+    folder.mkdir(parents=True)
+    text = "".join(dumps(r.to_dict()) + "\n" for r in rows)
+    if packed:
+        (folder / "results.jsonl.gz").write_bytes(gzip.compress(text.encode()))
+    else:
+        (folder / "results.jsonl").write_text(text)
+
+
+def test_pairs_by_seed_and_task_from_plain_and_gzipped_results(tmp_path):
+    ids = [f"t{i}" for i in range(4)]
+    # seed 0: A passes t0, t1; B passes t0 only. seed 1: A passes t2; B passes t2, t3.
+    write(tmp_path, "a0", [result(t, t in ("t0", "t1"), 1) for t in ids], packed=True)
+    write(tmp_path, "b0", [result(t, t == "t0", 0) for t in ids])
+    write(tmp_path, "a1", [result(t, t == "t2", 1) for t in ids])
+    write(tmp_path, "b1", [result(t, t in ("t2", "t3"), 0) for t in ids], packed=True)
+    out = versus(tmp_path, [("a0", "b0"), ("a1", "b1")])
+    assert out["pass"]["diff"] == pytest.approx(0.0)  # (+1/4 - 1/4) / 2
+    assert out["pass"]["n_seeds"] == 2 and out["pass"]["n_tasks"] == 4
+    assert out["no_call_when_needed"]["diff"] == pytest.approx(-1.0)  # B never called, A always did
+    assert out["calls_per_task"]["diff"] == pytest.approx(1.0)
+
+
+def test_arms_on_different_tasks_are_refused(tmp_path):
+    write(tmp_path, "a", [result("t0", True, 1)])
+    write(tmp_path, "b", [result("t1", True, 1)])
+    with pytest.raises(SystemExit, match="different dev tasks"):
+        versus(tmp_path, [("a", "b")])
