@@ -12,8 +12,6 @@ Reads each arm's ``ARM/dev/results.jsonl`` or, as the committed records keep it,
 from __future__ import annotations
 
 import argparse
-import gzip
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -26,16 +24,11 @@ KEYS = ("pass", "finish_rate", "calls_per_task", "first_call_well_formed", "no_c
 
 def arm_rows(root: Path, arm: str) -> dict[str, dict[str, float]]:
     """task id -> what the claim reads of its greedy episode, for one arm's dev evaluation."""
-    plain, packed = root / arm / "dev" / "results.jsonl", root / arm / "dev" / "results.jsonl.gz"
-    if plain.is_file():
-        results = read_task_results(plain)
-    elif packed.is_file():
-        with tempfile.NamedTemporaryFile("wb", suffix=".jsonl") as tmp:
-            tmp.write(gzip.decompress(packed.read_bytes()))
-            tmp.flush()
-            results = read_task_results(tmp.name)
-    else:
-        raise SystemExit(f"{root / arm / 'dev'}: no results.jsonl(.gz)")
+    folder = root / arm / "dev"
+    found = [p for p in (folder / "results.jsonl", folder / "results.jsonl.gz") if p.is_file()]
+    if not found:
+        raise SystemExit(f"{folder}: no results.jsonl(.gz)")
+    results = read_task_results(found[0])  # the kit's JSONL reader opens .gz itself
     return {r.task_id: greedy_row(r) for r in results}
 
 
@@ -46,6 +39,7 @@ def versus(root: Path, pairs: list[tuple[str, str]]) -> dict[str, dict[str, floa
     for a, b in sides:
         if sorted(a) != ids or sorted(b) != ids:
             raise SystemExit("the arms were evaluated on different dev tasks")
+    # the seed-mean difference of A - B against a zero "before": the mean over pairs, CI over tasks
     return {
         key: seed_mean_difference(
             np.zeros(len(ids)), np.array([[a[i][key] - b[i][key] for i in ids] for a, b in sides])

@@ -311,6 +311,9 @@ if detect_backend("auto") == "gpu" and not SMOKE:
     )
     gpu_summary = run_recipe(gpu_recipe, out_dir / "gpu-run", backend="gpu")
 else:
-    used = {"vllm": "vLLM's CPU build generated the episodes, transformers + PEFT made the updates"}
-    print(f"no GPU path here: the run above used backend {summary['backend']!r} on the CPU", end="")
-    print(f" ({used.get(summary['backend'], 'transformers + PEFT generated and updated')})")
+    how = (
+        "vLLM's CPU build generated the episodes, transformers + PEFT made the updates"
+        if summary["backend"] == "vllm"
+        else "transformers + PEFT generated and updated"
+    )
+    print(f"no GPU path here: the run above used backend {summary['backend']!r} on the CPU ({how})")

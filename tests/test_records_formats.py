@@ -6,6 +6,7 @@ JSON; a bad line in any format names its file and line; toolkit/ parses JSONL li
 from __future__ import annotations
 
 import ast
+import gzip
 import json
 import subprocess
 from pathlib import Path
@@ -93,6 +94,16 @@ def test_a_log_forgives_a_torn_last_line_only(tmp_path):
     with pytest.raises(RecordError, match=r"metrics\.jsonl:2"):
         read_jsonl(path, MetricsRow, torn_tail=True)
     assert [n for n, _ in iter_json_objects(path, skip_bad=True)] == [1, 3]
+
+
+def test_a_gzipped_file_reads_as_its_text_and_a_bad_line_names_the_gz_file(tmp_path):
+    line = json.dumps(ROWS[MetricsRow].to_dict())
+    path = tmp_path / "metrics.jsonl.gz"
+    path.write_bytes(gzip.compress(f"{line}\n\n{line}\n".encode()))
+    assert len(read_jsonl(path, MetricsRow)) == 2
+    path.write_bytes(gzip.compress(f"{line}\nnot json\n".encode()))
+    with pytest.raises(RecordError, match=r"metrics\.jsonl\.gz:2"):
+        read_jsonl(path, MetricsRow)
 
 
 def test_the_rollout_record_is_the_episode_without_its_token_view():

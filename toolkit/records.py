@@ -38,6 +38,7 @@ differs (created: before None; deleted: after None).
 from __future__ import annotations
 
 import functools
+import gzip
 import json
 import math
 import types
@@ -407,10 +408,11 @@ def iter_json_objects(
     """The kit's one line-by-line JSONL parser: ``(line number, object)`` for every non-blank line.
     A line that is not a JSON object raises RecordError naming file and line. ``torn_tail=True``
     forgives that in the last line only (a log a killed run cut short mid-line); ``skip_bad=True`` skips
-    every such line (a cache, where a lost entry costs one request)."""
+    every such line (a cache, where a lost entry costs one request). A ``.gz`` path is read through gzip
+    (records kept in the repository compressed)."""
     path = Path(path)
     torn: RecordError | None = None  # a bad line, forgiven if no record follows it
-    with path.open("rb") as fh:
+    with gzip.open(path, "rb") if path.suffix == ".gz" else path.open("rb") as fh:
         for lineno, raw in enumerate(fh, start=1):
             if not raw.strip():
                 continue
