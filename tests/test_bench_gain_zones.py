@@ -117,3 +117,32 @@ def test_sampled_episodes_are_sample_rows_the_claim_reads(tmp_path):
     write_jsonl(path, rows)
     assert read_jsonl(path, SampleRow) == rows
     assert all(row["answer_failed"] is False for row in read_rows(path))  # and the table reads them
+
+
+class DeadPolicy:
+    """A served policy whose endpoint went away: every request comes back with an error."""
+
+    name, tokenizer = "dead", None
+
+    async def generate(self, requests):
+        from toolkit.agent.policies import Generation
+
+        return [Generation(error="Connection error: refused") for _ in requests]
+
+
+def test_sampling_shows_progress_and_a_dead_policy_is_an_error_not_a_table_of_zeros(capsys):
+    """800 sampled episodes run for minutes: a progress line on stderr; when most episodes fail on the
+    policy's backend, ``sample_scores`` raises instead of scoring them 0 (nothing silent)."""
+    from toolkit.agent.loop import RolloutConfig
+    from toolkit.agent.policies import GoldPolicy
+    from toolkit.eval.watch import EndpointDown
+    from toolkit.paths import DATA_DIR
+    from toolkit.records import Task, read_jsonl
+
+    tasks = read_jsonl(DATA_DIR / "tasks" / "eval.jsonl", Task)[:2]
+    sample_scores(tasks, GoldPolicy(), RolloutConfig(), 2)
+    assert "[sampled] 4/4 episodes" in capsys.readouterr().err
+    with pytest.raises(
+        EndpointDown, match=r"4 of 4 episodes failed on the policy endpoint: Connection error"
+    ):
+        sample_scores(tasks, DeadPolicy(), RolloutConfig(), 2)
