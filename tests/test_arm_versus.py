@@ -6,24 +6,14 @@ from __future__ import annotations
 import gzip
 
 import pytest
+from result_fakes import result as fake_result
 
 from bench.arm_versus import versus
-from toolkit.records import TaskResult, dumps
+from toolkit.records import dumps
 
 
-def result(tid: str, passed: bool, calls: int) -> TaskResult:
-    verdict = {"id": "r1", "essential": True, "check": "answer", "verdict": "pass" if passed else "fail"}
-    return TaskResult(
-        task_id=tid,
-        suite="kit-eval",
-        category="lookup",
-        score=1.0 if passed else 0.0,
-        rubric=[verdict],
-        n_calls=calls,
-        n_gold_calls=1,
-        stop_reason="finish",
-        first_call_well_formed=True,
-    )
+def result(tid: str, passed: bool, calls: int):
+    return fake_result(tid, passed, answer_failed=not passed, calls=calls)
 
 
 def write(root, arm, rows, packed=False):

@@ -7,9 +7,10 @@ import json
 
 import numpy as np
 import pytest
+from result_fakes import result
 
 from toolkit.eval.claim import compute_claim, main, seed_mean_difference, template_group
-from toolkit.records import SampleRow, Task, TaskResult
+from toolkit.records import SampleRow, Task
 
 
 def task(tid: str, held_out_template: bool) -> Task:
@@ -23,23 +24,6 @@ def task(tid: str, held_out_template: bool) -> Task:
         tools=[],
         seed=0,
         metadata={"held_out": held, "kind": kind},
-    )
-
-
-def result(
-    tid: str, passed: bool, *, answer_failed: bool = False, calls: int = 1, gold_calls: int | None = 1
-) -> TaskResult:
-    item = {"id": "r1", "essential": True, "check": "answer", "verdict": "fail" if answer_failed else "pass"}
-    return TaskResult(
-        task_id=tid,
-        suite="kit-eval",
-        category="lookup",
-        score=1.0 if passed else 0.0,
-        rubric=[item],
-        n_calls=calls,
-        n_gold_calls=gold_calls,
-        stop_reason="finish",
-        first_call_well_formed=True,
     )
 
 
