@@ -16,10 +16,10 @@ from pathlib import Path
 
 import numpy as np
 
-from toolkit.eval.claim import greedy_row, seed_mean_difference
+from toolkit.eval.claim import CALL_SPLIT, GUARDS, greedy_row, seed_mean_difference
 from toolkit.records import read_task_results
 
-KEYS = ("pass", "finish_rate", "calls_per_task", "first_call_well_formed", "no_call_when_needed")
+KEYS = ("pass", *GUARDS, *CALL_SPLIT)
 
 
 def arm_rows(root: Path, arm: str) -> dict[str, dict[str, float]]:

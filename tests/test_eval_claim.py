@@ -90,6 +90,22 @@ def test_the_claim_averages_the_seeds_splits_templates_and_grades_answers():
     assert claim["criteria"]["in_template_greedy_ci_low_above_0"] is True
 
 
+def test_calls_a_task_needs_and_calls_beyond_its_gold_are_told_apart():
+    """Calls per task rises alike when a policy stops under-calling and when it calls again out of
+    habit; the split says which: the gold count is 2 here, the warm start calls once."""
+    tasks, greedy, _ = build(8)
+    for t, ts in tasks.items():
+        greedy[t]["warm_start"] = [result(x.id, False, calls=1, gold_calls=2) for x in ts]
+        greedy[t]["grpo-seed1"] = [result(x.id, False, calls=2, gold_calls=2) for x in ts]  # the gold's 2
+        greedy[t]["grpo-seed2"] = [result(x.id, False, calls=3, gold_calls=2) for x in ts]  # one too many
+    claim = compute_claim(tasks, greedy, n_boot=200)
+    assert claim["guards"]["calls_per_task"]["diff"] == pytest.approx(1.5)  # (+1 + +2) / 2
+    split = claim["calls_split"]
+    assert split["calls_within_gold"]["diff"] == pytest.approx(1.0)  # both seeds now make the 2 needed
+    assert split["calls_beyond_gold"]["diff"] == pytest.approx(0.5)  # seed 2's third call, halved
+    assert "calls_beyond_gold" not in " ".join(claim["criteria"])  # reported, not one of the criteria
+
+
 def test_answering_without_the_calls_a_task_needs_is_a_guard_the_calls_per_task_cannot_see():
     """The loophole an RFT round walked into (docs/cpu-proof): fewer calls read as better on calls per
     task; the model that stopped calling on tasks that need a call fails the no-call guard instead."""
