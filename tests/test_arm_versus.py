@@ -38,8 +38,8 @@ def test_pairs_by_seed_and_task_from_plain_and_gzipped_results(tmp_path):
     assert out["pass"]["n_seeds"] == 2 and out["pass"]["n_tasks"] == 4
     assert out["no_call_when_needed"]["diff"] == pytest.approx(-1.0)  # B never called, A always did
     assert out["calls_per_task"]["diff"] == pytest.approx(1.0)
-    assert out["calls_within_gold"]["diff"] == pytest.approx(1.0)  # B's 0 calls were under the gold's 1
-    assert out["calls_beyond_gold"]["diff"] == pytest.approx(0.0)
+    assert out["calls_under_gold"]["diff"] == pytest.approx(-1.0)  # B's 0 calls were under the gold's 1
+    assert out["calls_over_gold"]["diff"] == pytest.approx(0.0)
 
 
 def test_arms_on_different_tasks_are_refused(tmp_path):

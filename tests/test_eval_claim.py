@@ -101,9 +101,9 @@ def test_calls_a_task_needs_and_calls_beyond_its_gold_are_told_apart():
     claim = compute_claim(tasks, greedy, n_boot=200)
     assert claim["guards"]["calls_per_task"]["diff"] == pytest.approx(1.5)  # (+1 + +2) / 2
     split = claim["calls_split"]
-    assert split["calls_within_gold"]["diff"] == pytest.approx(1.0)  # both seeds now make the 2 needed
-    assert split["calls_beyond_gold"]["diff"] == pytest.approx(0.5)  # seed 2's third call, halved
-    assert "calls_beyond_gold" not in " ".join(claim["criteria"])  # reported, not one of the criteria
+    assert split["calls_under_gold"]["diff"] == pytest.approx(-1.0)  # both seeds now make the 2 needed
+    assert split["calls_over_gold"]["diff"] == pytest.approx(0.5)  # seed 2's third call, halved
+    assert "calls_over_gold" not in " ".join(claim["criteria"])  # reported, not one of the criteria
 
 
 def test_answering_without_the_calls_a_task_needs_is_a_guard_the_calls_per_task_cannot_see():

@@ -14,9 +14,9 @@ One number can be luck (one training seed) or a loophole (one metric). The claim
   and the share of tasks that need a tool call answered without any (``no_call_when_needed``): calling
   nothing lowers the calls per task, so that guard alone would read a model that stopped using its tools
   as an improvement (an RFT round stopped calling on 32-37 more of the dev set's 62 aggregates,
-  docs/cpu-proof). Beside them, not among the criteria, calls per task split into the calls within each
-  task's gold count and those beyond it (``calls_split``): which of the two moved says whether more calls
-  are the calls the tasks need or a habit.
+  docs/cpu-proof). Beside them, not among the criteria, the calls under and over each task's gold count
+  (``calls_split``): which of the two moved says whether more calls are the calls the tasks need or a
+  habit.
 
 The evaluations sit in one folder::
 
@@ -45,10 +45,11 @@ from toolkit.records import SampleRow, Task, TaskResult, dumps, read_jsonl, read
 
 GROUPS = ("in_template", "held_out_templates", "all")
 GUARDS = ("finish_rate", "calls_per_task", "first_call_well_formed", "no_call_when_needed")
-# calls per task split at each task's gold call count: calls a task needs (up to its gold count) and calls
-# beyond it. A policy that stops under-calling raises calls per task as surely as one that spams; only
-# the second raises calls beyond gold (docs/cpu-proof, "Where the extra calls go")
-CALL_SPLIT = ("calls_within_gold", "calls_beyond_gold")
+# calls per task against each task's gold call count, as the headline table splits them
+# (toolkit.eval.metrics: calls_over_gold_per_task, calls_under_gold_per_task). A policy that stops
+# under-calling raises calls per task as surely as one that repeats itself; only the second raises the
+# calls over the gold count (docs/cpu-proof, "Calls per task, split against the gold count")
+CALL_SPLIT = ("calls_under_gold", "calls_over_gold")
 WARM_START = "warm_start"
 PASS = 0.75
 
@@ -73,8 +74,8 @@ def greedy_row(result: TaskResult) -> dict[str, float]:
         "calls_per_task": float(result.n_calls),
         "first_call_well_formed": float(bool(result.first_call_well_formed)),
         "no_call_when_needed": float(result.n_gold_calls > 0 and result.n_calls == 0),
-        "calls_within_gold": float(min(result.n_calls, result.n_gold_calls)),
-        "calls_beyond_gold": float(max(0, result.n_calls - result.n_gold_calls)),
+        "calls_under_gold": float(max(0, result.n_gold_calls - result.n_calls)),
+        "calls_over_gold": float(max(0, result.n_calls - result.n_gold_calls)),
     }
 
 
