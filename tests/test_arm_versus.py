@@ -8,7 +8,7 @@ import gzip
 import pytest
 from result_fakes import result as fake_result
 
-from bench.arm_versus import versus
+from bench.arm_versus import per_kind, versus
 from toolkit.records import dumps
 
 
@@ -47,3 +47,16 @@ def test_arms_on_different_tasks_are_refused(tmp_path):
     write(tmp_path, "b", [result("t1", True, 1)])
     with pytest.raises(SystemExit, match="different dev tasks"):
         versus(tmp_path, [("a", "b")])
+
+
+def test_per_kind_counts_passes_and_calls_beside_the_gold(tmp_path):
+    write(tmp_path, "a", [result("t0", True, 2), result("t1", False, 0)])
+    write(tmp_path, "b", [result("t0", False, 1), result("t1", False, 1)], packed=True)
+    table = per_kind(tmp_path, ["a", "b"])
+    assert table["lookup"]["a"] == {
+        "tasks": 2,
+        "passed": 1,
+        "calls_per_task": 1.0,
+        "gold_calls_per_task": 1.0,
+    }
+    assert table["lookup"]["b"]["passed"] == 0 and table["lookup"]["b"]["calls_per_task"] == 1.0
