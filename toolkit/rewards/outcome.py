@@ -66,6 +66,10 @@ Choices, and why:
   end right): never at a = 0, and at a = 0.15 (about the warm start's answer correctness) only where
   more than 69% of first calls fail; at a = 1 above 25%. A retry that is only needed when the first
   call failed (looking at the tool error) is the best policy in every case, as it should be.
+- The process weight stays: set to 0 (outcome 0.60), GRPO from an RFT round made more calls over the
+  gold count (+0.100 a task) and passed fewer dev tasks (-0.050) than with these weights, one seed
+  (docs/cpu-proof, "Levers over GRPO's calls"): the answer's larger weight made a second call that
+  protects it relatively cheaper.
 - Failed calls cost nothing beyond the call itself: charging them more makes a failed attempt worse
   than no attempt, which teaches the policy to stop calling (the drift of runs 11 and 16).
 - The abstain kinds: no call and a reply scores 1.0 (PROVE's abstention reward is 1.0 with zero calls;
