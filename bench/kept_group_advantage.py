@@ -10,19 +10,16 @@ scaling), for the episodes with more calls than the gold trajectory and for the 
 from __future__ import annotations
 
 import argparse
-import gzip
-import json
-from collections import defaultdict
 from pathlib import Path
 from typing import Any
+
+from toolkit.records import iter_json_objects
+from toolkit.study.rescore import episode_groups
 
 
 def over_gold_advantage(rows: list[dict[str, Any]], reward: str = "outcome") -> dict[str, Any]:
     """Counts and mean advantages of the kept episodes over the gold call count and of the others."""
-    groups: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
-    for row in rows:
-        if row["kept"]:
-            groups[(row["step"], row["round"], row["task_id"])].append(row)
+    groups = episode_groups([row for row in rows if row["kept"]])
     over, rest = [], []
     for group in groups.values():
         mean = sum(r[reward] for r in group) / len(group)
@@ -40,14 +37,12 @@ def over_gold_advantage(rows: list[dict[str, Any]], reward: str = "outcome") -> 
 
 
 def read_rows(path: Path) -> list[dict[str, Any]]:
-    """The scored rows of ``path`` (plain or, as the committed records keep them, gzipped JSONL)."""
-    text = gzip.decompress(path.read_bytes()).decode() if path.suffix == ".gz" else path.read_text()
-    rows = []
-    for n, line in enumerate(text.splitlines(), 1):
-        try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError as exc:
-            raise SystemExit(f"{path}:{n}: not JSON: {exc}") from exc
+    """The scored rows of ``path`` (plain or, as the committed records keep them, gzipped JSONL); a bad
+    line or an empty file names itself."""
+    try:
+        rows = [obj for _, obj in iter_json_objects(path, what="rescore row")]
+    except ValueError as exc:  # RecordError: file and line
+        raise SystemExit(str(exc)) from exc
     if not rows:
         raise SystemExit(f"{path}: empty")
     return rows

@@ -132,6 +132,15 @@ def rescore_rollouts(
     return {"episodes": episodes, "summary": summarize(episodes, list(rewards))}
 
 
+def episode_groups(episodes: Sequence[dict[str, Any]]) -> dict[tuple[int, int, str], list[dict[str, Any]]]:
+    """Scored episodes by GRPO group: same step, refill round and task (a task drawn again in a later
+    refill round of a step is another group)."""
+    groups: dict[tuple[int, int, str], list[dict[str, Any]]] = defaultdict(list)
+    for ep in episodes:
+        groups[(ep["step"], ep.get("round", 0), ep["task_id"])].append(ep)
+    return groups
+
+
 def summarize(episodes: Sequence[dict[str, Any]], labels: Sequence[str]) -> dict[str, Any]:
     """Each reward's mean per pattern, and for every two rewards how many within-group pairs (same step,
     round and task; pairs tied under both left out) they order differently: in opposite directions, or
@@ -144,9 +153,7 @@ def summarize(episodes: Sequence[dict[str, Any]], labels: Sequence[str]) -> dict
         for p in PATTERNS
         if (eps := by_pattern.get(p))
     }
-    groups: dict[tuple[int, int, str], list[dict[str, Any]]] = defaultdict(list)
-    for ep in episodes:  # a task drawn again in a later refill round of a step is another group
-        groups[(ep["step"], ep.get("round", 0), ep["task_id"])].append(ep)
+    groups = episode_groups(episodes)
     discordant = {}
     for a_i, a in enumerate(labels):
         for b in labels[a_i + 1 :]:
