@@ -71,8 +71,9 @@ bench: setup
 reproduce-cpu: setup
 	$(BIN)/mcp-rl train --recipe cpu-learn --out runs/cpu-learn --evaluate --curve --test
 
-# Issue 49's claim: warm starts of 30/60/120 SFT steps, the best frozen, GRPO seeds 0-2, test seeds 3101 and
-# 3102 (300 tasks, greedy and 4 samples a task), docs/cpu-proof/claim.json. Resumable: run it again.
+# Issue 49's claim, recipe cpu-learn-rft: warm starts of 30/60/120 SFT steps, the best frozen, GRPO seeds
+# 0-2, test seeds 3101 and 3102 (300 tasks, greedy and 4 samples a task), docs/cpu-proof/claim.json.
+# Resumable: run it again.
 reproduce-claim: setup
 	$(BIN)/python -m bench.reproduce_claim runs/claim --out docs/cpu-proof/claim.json
 

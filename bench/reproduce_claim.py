@@ -1,8 +1,9 @@
 """Issue 49's learning claim end to end, resumable: the protocol of docs/cpu-proof/README.md as one command.
 
-    python -m bench.reproduce_claim runs/claim --out docs/cpu-proof/claim.json      (make reproduce-cpu)
+    python -m bench.reproduce_claim runs/claim --out docs/cpu-proof/claim.json      (make reproduce-claim)
 
-The stages, in order; each is skipped when its outputs exist, so a killed run goes on where it stopped
+The recipe is ``cpu-learn-rft`` (``--recipe``): issue 31's ``cpu-learn`` with a round of rejection-sampling
+fine-tuning before GRPO. The stages, in order; each is skipped when its outputs exist, so a killed run goes on where it stopped
 (run it again with the same arguments):
 
 1. **warm**: the recipe's SFT warm start at each length (30, 60, 120 steps) into ``ROOT/warm/sft-<N>``,
@@ -12,15 +13,17 @@ The stages, in order; each is skipped when its outputs exist, so a killed run go
    is copied to ``ROOT/warm_start``; ``ROOT/warm_start.json`` records the choice, every length's dev
    numbers and the sha256 of every file. On a later start the copy is checked against those hashes.
 3. **grpo**: the recipe trained from the frozen warm start (its ``warm_start`` key) once per GRPO seed
-   (the recipe's ``seed``; nothing else differs) into ``ROOT/grpo/seed-<S>``.
+   (the recipe's ``seed`` and ``rollout.seed``; nothing else differs) into ``ROOT/grpo/seed-<S>``: its
+   RFT round where the recipe has one (``rft``), then GRPO.
 4. **test**: each test set (seeds 3101 and 3102, 300 tasks: the recipe's synth settings from a seed no run
    has used) into ``ROOT/tasks/test-seed<T>.jsonl``; the warm start and every GRPO adapter evaluated on it
    greedy and sampled into ``ROOT/eval/test-seed<T>/<adapter>/{results,samples}.jsonl``.
 5. **claim**: ``toolkit.eval.claim`` over ROOT, written to ``--out``.
 
 The protocol's numbers are the defaults. Smaller ones (``--sft-lengths``, ``--grpo-seeds``, ...) make a
-rehearsal, not the claim: the values are written to ``ROOT/protocol.json`` when the root is made, and a
-later start with other values is refused (a changed protocol needs a new root).
+rehearsal, not the claim: the values, and the recipe's settings as merged, are written to
+``ROOT/protocol.json`` when the root is made, and a later start with other values or an edited recipe is
+refused (a changed protocol needs a new root).
 """
 
 from __future__ import annotations
@@ -57,8 +60,14 @@ def say(message: str, started: float | None = None) -> None:
 
 
 def protocol(args: argparse.Namespace) -> dict[str, Any]:
+    """What the root is bound to: the protocol's numbers and the recipe's settings as merged (a recipe
+    file edited between two starts is a changed protocol, as a changed flag is)."""
+    from toolkit.train.config import RECIPE_LABELS
+
+    settings = json.loads(json.dumps(base_recipe(args).to_dict()))
     return {
         "recipe": str(args.recipe),
+        "recipe_settings": {k: v for k, v in settings.items() if k not in RECIPE_LABELS},
         "sft_lengths": list(args.sft_lengths),
         "grpo_seeds": list(args.grpo_seeds),
         "test_seeds": list(args.test_seeds),
@@ -243,8 +252,14 @@ def grpo_stage(root: Path, base: Any, args: argparse.Namespace, sft_steps: int) 
         if not (has_adapter(run.adapter) and run.summary_file.exists()):
             started = time.time()
             say(f"GRPO seed {seed} from the frozen warm start, into {out}")
-            # sft.max_steps: what the frozen adapter was trained with (the run's step count goes on from it)
-            overrides = {"seed": seed, "warm_start": str(claim.warm_start), "sft.max_steps": sft_steps}
+            # sft.max_steps: what the frozen adapter was trained with (the run's step count goes on from it);
+            # rollout.seed with seed: the sampler's seed is the training seed's, as in the dev-set sweeps
+            overrides = {
+                "seed": seed,
+                "rollout.seed": seed,
+                "warm_start": str(claim.warm_start),
+                "sft.max_steps": sft_steps,
+            }
             run_recipe(derived(base, **overrides), out, resume=True)
             say(f"GRPO seed {seed} done", started)
         adapters[seed] = run.adapter
@@ -321,7 +336,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     parser.add_argument("root", type=Path, help="the claim's folder (runs, tasks, evaluations); resumable")
     parser.add_argument("--out", type=Path, required=True, help="the claim.json to write")
-    parser.add_argument("--recipe", default="cpu-learn", help="recipe name or YAML path (default cpu-learn)")
+    parser.add_argument(
+        "--recipe", default="cpu-learn-rft", help="recipe name or YAML path (default cpu-learn-rft)"
+    )
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="recipe override")
     parser.add_argument("--sft-lengths", type=_ints, default=list(SFT_LENGTHS), help="default 30,60,120")
     parser.add_argument("--grpo-seeds", type=_ints, default=list(GRPO_SEEDS), help="default 0,1,2")

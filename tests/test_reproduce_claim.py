@@ -1,4 +1,4 @@
-"""`python -m bench.reproduce_claim` (make reproduce-cpu): issue 49's protocol as one resumable command.
+"""`python -m bench.reproduce_claim` (make reproduce-claim): issue 49's protocol as one resumable command.
 
 The rules are checked on their own (the choice of the warm start, the frozen copy and its hashes, a root
 made with another protocol), then the whole command runs once on the tiny random model with the smallest
@@ -37,6 +37,9 @@ def test_a_root_refuses_another_protocol(tmp_path):
     rc.open_root(tmp_path / "root", rc.protocol(args))  # the same: fine
     args.grpo_seeds = [0, 1]
     with pytest.raises(SystemExit, match="grpo_seeds differ"):
+        rc.open_root(tmp_path / "root", rc.protocol(args))
+    args.grpo_seeds, args.set = [0], ["grpo.max_steps=9"]  # the recipe's settings are bound too
+    with pytest.raises(SystemExit, match="recipe_settings, set differ"):
         rc.open_root(tmp_path / "root", rc.protocol(args))
 
 
@@ -105,6 +108,7 @@ def test_the_smallest_protocol_runs_end_to_end_and_resumes(tmp_path):
     for seed in (0, 1):
         recipe_json = json.loads((root / "grpo" / f"seed-{seed}" / "recipe.json").read_text())
         assert recipe_json["seed"] == seed and recipe_json["warm_start"] == str(root / "warm_start")
+        assert recipe_json["rollout"]["seed"] == seed
     for adapter in ("warm_start", "grpo-seed0", "grpo-seed1"):
         folder = root / "eval" / "test-seed11" / adapter
         assert len((folder / "results.jsonl").read_text().splitlines()) == 2

@@ -86,6 +86,45 @@ def test_overrides_and_yaml_path(tmp_path):
     assert cfg.load_recipe(path).name == "mine"
 
 
+def test_a_recipe_with_a_base_lays_its_keys_over_the_base_section_by_section(tmp_path):
+    (tmp_path / "mine.yaml").write_text(
+        "base: cpu-learn\n"
+        "description: mine\n"
+        "rft: {num_generations: 2}\n"  # a section the base lacks
+        "grpo: {max_steps: 3}\n"  # one key of a section the base has
+        "reward_config: {outcome: {extra_call_factor: 0.25}}\n"
+        "eval: null\n"  # a section removed
+        "reward: [outcome, finished]\n"  # a list replaces the base's
+    )
+    (tmp_path / "child.yaml").write_text("base: mine.yaml\nseed: 7\n")  # a path beside the file
+    base = cfg.load_recipe("cpu-learn").to_dict()
+    mine = cfg.load_recipe(tmp_path / "child.yaml")
+    data = mine.to_dict()
+    assert mine.name == "child" and mine.seed == 7 and mine.description == "mine"
+    assert data["rft"] == {"num_generations": 2} and mine.reward == ["outcome", "finished"]
+    assert data["grpo"] == {**base["grpo"], "max_steps": 3}
+    assert data["reward_config"] == {"outcome": {"extra_call_factor": 0.25}}
+    assert data["eval"] == {} and data["rollout"] == base["rollout"] and data["lora"] == base["lora"]
+    assert cfg.load_recipe("cpu-learn").to_dict() == base  # the base itself is untouched
+
+
+def test_a_bad_base_names_the_file(tmp_path):
+    loop_a, loop_b = tmp_path / "a.yaml", tmp_path / "b.yaml"
+    loop_a.write_text("base: b.yaml\n")
+    loop_b.write_text("base: a.yaml\n")
+    with pytest.raises(cfg.RecipeError, match=r"comes back to itself \(a -> b -> a\)"):
+        cfg.load_recipe(loop_a)
+    (tmp_path / "c.yaml").write_text("base: no-such-recipe\n")
+    with pytest.raises(cfg.RecipeError, match="unknown recipe 'no-such-recipe'"):
+        cfg.load_recipe(tmp_path / "c.yaml")
+    (tmp_path / "d.yaml").write_text("base: missing.yaml\n")
+    with pytest.raises(cfg.RecipeError, match="missing.yaml: cannot read it"):
+        cfg.load_recipe(tmp_path / "d.yaml")
+    (tmp_path / "e.yaml").write_text("base: [cpu-learn]\n")
+    with pytest.raises(cfg.RecipeError, match="e.yaml: base must be a recipe name"):
+        cfg.load_recipe(tmp_path / "e.yaml")
+
+
 def test_a_runs_recipe_json_loads_back_as_the_same_recipe(tmp_path):
     recipe = cfg.with_overrides(
         cfg.load_recipe("cpu-demo"), {"reward": ["rubric", "prove"], "grpo.reward_weights": [1.0, 0.25]}

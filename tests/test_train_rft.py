@@ -87,7 +87,13 @@ def test_the_rounds_training_settings_are_the_warm_starts_but_its_length_and_its
 
 
 def test_the_shipped_recipes_have_no_rft_round_and_write_recipe_json_as_before():
-    for name in cfg.list_recipes():
+    # cpu-learn-rft is the one recipe made for the round: cpu-learn's keys and its rft section
+    with_round = cfg.load_recipe("cpu-learn-rft")
+    assert RftConfig.from_section(with_round.rft) == RftConfig(num_generations=2, keep_no_call=False)
+    assert {k: v for k, v in with_round.to_dict().items() if k not in ("name", "description", "rft")} == {
+        k: v for k, v in cfg.load_recipe("cpu-learn").to_dict().items() if k not in ("name", "description")
+    }
+    for name in set(cfg.list_recipes()) - {"cpu-learn-rft"}:
         shipped = cfg.load_recipe(name)
         assert shipped.rft is None and not RftConfig.from_section(shipped.rft).on
         assert "rft" not in shipped.to_dict()  # recipe.json has the keys it had before the section

@@ -170,18 +170,60 @@ def list_recipes() -> list[str]:
 
 
 def load_recipe(name_or_path: str | Path) -> Recipe:
-    """A shipped recipe by name (``bespoke``, ``scale``, ``prove``, ``cpu-demo``) or a YAML file path."""
+    """A shipped recipe by name (``bespoke``, ``scale``, ``prove``, ``cpu-demo``) or a YAML file path.
+
+    A recipe may start from another: ``base: cpu-learn`` takes every key of that recipe and lays this
+    file's keys over it, sections merged key by key (``rft: {num_generations: 2}`` adds one key to the
+    base's ``rft``; a section set to ``null`` is emptied). The run's ``recipe.json`` is the merged whole."""
+    data, name = _recipe_data(name_or_path, seen=())
+    return recipe_from_dict(data, name=name)
+
+
+def _recipe_path(name_or_path: str | Path, beside: Path | None = None) -> Path:
     path = Path(name_or_path)
-    if not path.suffix:
-        path = RECIPES_DIR / f"{name_or_path}.yaml"
-        if not path.exists():
-            raise RecipeError(f"unknown recipe {name_or_path!r}; shipped: {', '.join(list_recipes())}")
-    data = load_yaml(path.read_text(encoding="utf-8")) or {}
+    if path.suffix:
+        return path if path.is_absolute() or beside is None else beside / path
+    path = RECIPES_DIR / f"{name_or_path}.yaml"
+    if not path.exists():
+        raise RecipeError(f"unknown recipe {name_or_path!r}; shipped: {', '.join(list_recipes())}")
+    return path
+
+
+def _recipe_data(
+    name_or_path: str | Path, seen: tuple[Path, ...], beside: Path | None = None
+) -> tuple[dict, str]:
+    """A recipe file's keys with its ``base`` chain merged in, and its name."""
+    path = _recipe_path(name_or_path, beside)
+    if path.resolve() in seen:
+        chain = " -> ".join(p.stem for p in (*seen, path.resolve()))
+        raise RecipeError(f"recipe {path}: its base chain comes back to itself ({chain})")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise RecipeError(f"recipe {path}: cannot read it ({exc.strerror})") from exc
+    data = load_yaml(text) or {}
     if not isinstance(data, dict):
         raise RecipeError(f"{path}: a recipe is a mapping of keys, got {type(data).__name__}")
     # a run's recipe.json (JSON is YAML) carries the name of the recipe it was made from
-    name = data.pop("name", None) if isinstance(data, dict) else None
-    return recipe_from_dict(data, name=name or path.stem)
+    name = data.pop("name", None) or path.stem
+    base = data.pop("base", None)
+    if base is None:
+        return data, name
+    if not isinstance(base, str) or not base:
+        raise RecipeError(f"recipe {path}: base must be a recipe name or a YAML path, got {base!r}")
+    under, _ = _recipe_data(base, (*seen, path.resolve()), beside=path.parent)
+    return _merged(under, data), name
+
+
+def _merged(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """``over`` laid on ``base``: mappings merged key by key, anything else (lists included) replaced."""
+    out = copy.deepcopy(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merged(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
 
 
 def recipe_from_dict(data: dict[str, Any], name: str = "custom") -> Recipe:
