@@ -44,7 +44,7 @@ class RolloutTrainer:
     ):
         self.processing_class, self.num_generations = tok, num_generations
         self.model = EvalModeModel()
-        self.state = SimpleNamespace(global_step=step)
+        self.state = SimpleNamespace(global_step=step, max_steps=max(step + 1, 8), is_world_process_zero=True)
         self.kit_step = kit_step
         kit_step.tasks = [t for t in tasks for _ in range(num_generations)]
         self.logged: dict[str, float] = {}

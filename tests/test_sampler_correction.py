@@ -97,7 +97,9 @@ def _fake_trainer(tokenizer, tasks, step):
                 "M", (), {"training": True, "eval": lambda s: None, "train": lambda s, m: None}
             )()
             self.logged = {}
-            self.state = type("State", (), {"global_step": 0})()
+            self.state = type(
+                "State", (), {"global_step": 0, "max_steps": 1, "is_world_process_zero": True}
+            )()
 
         def _log_metric(self, name, value):
             self.logged[name] = value

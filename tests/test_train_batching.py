@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -168,7 +169,7 @@ def test_silenced_flat_groups_leave_the_loss_normaliser_and_the_batch_std(tmp_pa
     assert not [r for r in caplog.records if "All reward functions returned None" in r.getMessage()]
 
 
-def test_every_sampled_episode_is_measured_and_logged_kept_or_not(tmp_path):
+def test_every_sampled_episode_is_measured_and_logged_kept_or_not(tmp_path, capsys):
     """Dynamic sampling replaces and silences groups, but the episode metrics, the answer rate, the
     reward stats and the rollout log (``mcp-rl rescore`` reads it) cover every episode the policy
     sampled: here calc-0's group is kept, calc-1's is still flat after a refill round whose group (a
@@ -226,6 +227,13 @@ def test_every_sampled_episode_is_measured_and_logged_kept_or_not(tmp_path):
     refill_reward = float(by_id[refill[0]["task_id"]].answers["result"])
     rewards = [0.2, 0.9] * 2 + [0.5] * 4 + [refill_reward] * 4
     assert trainer.logged["episodes/reward_mean"] == pytest.approx(sum(rewards) / 12)
+    # a step is minutes on a CPU: each sampling round and the update say so as they happen
+    lines = [re.sub(r"in \d+ s", "in N s", line) for line in capsys.readouterr().out.splitlines()]
+    assert lines == [
+        "grpo step 4/8: sampled 8 episodes in N s",
+        "grpo step 4/8: refill round 1: 4 episodes (1 group) in N s",
+        "grpo step 4/8: updating on 4 of 8 episodes",
+    ]
 
 
 def test_group_spread_leaves_unscorable_episodes_out():

@@ -34,6 +34,7 @@ refresh are callbacks (``toolkit.train.callbacks``).
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -112,8 +113,21 @@ class GRPOStep:
         trainer.model.eval()  # no dropout while sampling; TRL switches back for the update
         started = time.perf_counter()
         report = None
+        say = self._progress(trainer)
+        rounds = itertools.count(1)
+
+        def refill(ts: list[Task], guide: list[int] | None = None) -> list[Trajectory]:
+            t0 = time.perf_counter()
+            out = self._episodes(ts, policy, guide)
+            what = "guided" if guide is not None else f"refill round {next(rounds)}:"
+            groups = len(ts) // group
+            took = time.perf_counter() - t0
+            say(f"{what} {len(out)} episodes ({groups} group{'s' * (groups != 1)}) in {took:.0f} s")
+            return out
+
         try:
             trajs = self._episodes(tasks, policy)
+            say(f"sampled {len(trajs)} episodes in {time.perf_counter() - started:.0f} s")
             if self.dynamic is not None:
                 # a group whose rewards barely differ has (near) zero advantage: sample other tasks instead
                 score = trainer_scorer(trainer, self.dynamic.config.spread_on)
@@ -121,7 +135,7 @@ class GRPOStep:
                     tasks,
                     trajs,
                     group,
-                    run=lambda ts, guide=None: self._episodes(ts, policy, guide),
+                    run=refill,
                     score=score,
                     guide_share=self.dynamic.config.guide_share_at(trainer.state.global_step),
                 )
@@ -130,7 +144,21 @@ class GRPOStep:
         silenced = set(silenced_rows(report, group, self.dynamic.config.flat_groups)) if report else set()
         rollout = Rollout(tasks, trajs, silenced, {})
         rollout.metrics = self._measure(rollout, report, trainer, time.perf_counter() - started)
+        say(f"updating on {len(trajs) - len(silenced)} of {len(trajs)} episodes")
         return rollout
+
+    @staticmethod
+    def _progress(trainer: Any) -> Callable[[str], None]:
+        """Lines inside a step (``grpo step 3/8: sampled 32 episodes in 95 s``): a CPU step is minutes of
+        sampling, refill rounds and the update, and the step's own line comes only at its end."""
+        state = trainer.state
+        where = f"grpo step {state.global_step + 1}/{state.max_steps}:"
+
+        def say(line: str) -> None:
+            if state.is_world_process_zero:
+                print(where, line, flush=True)
+
+        return say
 
     def _episodes(self, tasks: list[Task], policy: Any, guide: list[int] | None = None) -> list[Trajectory]:
         from toolkit.agent.loop import rollout
