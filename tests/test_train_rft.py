@@ -87,11 +87,14 @@ def test_the_rounds_training_settings_are_the_warm_starts_but_its_length_and_its
 
 
 def test_the_shipped_recipes_have_no_rft_round_and_write_recipe_json_as_before():
-    # cpu-learn-rft is the one recipe made for the round: cpu-learn's keys and its rft section
+    # cpu-learn-rft is the one recipe made for the round: cpu-learn's keys, its rft section and checkpoints
     with_round = cfg.load_recipe("cpu-learn-rft")
     assert RftConfig.from_section(with_round.rft) == RftConfig(num_generations=2, keep_no_call=False)
-    assert {k: v for k, v in with_round.to_dict().items() if k not in ("name", "description", "rft")} == {
-        k: v for k, v in cfg.load_recipe("cpu-learn").to_dict().items() if k not in ("name", "description")
+    # every 2 steps: the claim's runs span sessions
+    plain = cfg.with_overrides(cfg.load_recipe("cpu-learn"), {"grpo.save_steps": 2}).to_dict()
+    mine = with_round.to_dict()
+    assert {k: v for k, v in mine.items() if k not in ("name", "description", "rft")} == {
+        k: v for k, v in plain.items() if k not in ("name", "description")
     }
     for name in set(cfg.list_recipes()) - {"cpu-learn-rft"}:
         shipped = cfg.load_recipe(name)
