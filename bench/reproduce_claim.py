@@ -3,8 +3,8 @@
     python -m bench.reproduce_claim runs/claim --out docs/cpu-proof/claim.json      (make reproduce-claim)
 
 The recipe is ``cpu-learn-rft`` (``--recipe``): issue 31's ``cpu-learn`` with a round of rejection-sampling
-fine-tuning before GRPO. The stages, in order; each is skipped when its outputs exist, so a killed run goes on where it stopped
-(run it again with the same arguments):
+fine-tuning before GRPO. The stages, in order; each is skipped when its outputs exist, so a killed run goes
+on where it stopped (run it again with the same arguments):
 
 1. **warm**: the recipe's SFT warm start at each length (30, 60, 120 steps) into ``ROOT/warm/sft-<N>``,
    each evaluated on the dev set (the recipe's eval split) greedy (``eval/dev``) and sampled, k episodes
