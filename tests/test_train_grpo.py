@@ -320,7 +320,9 @@ def test_rollout_func_returns_env_mask_and_trajectories(tmp_path):
         def __init__(self):
             self.model = model
             self.logged = {}
-            self.state = type("State", (), {"global_step": 7})()
+            self.state = type(
+                "State", (), {"global_step": 7, "max_steps": 8, "is_world_process_zero": True}
+            )()
 
         class accelerator:  # noqa: N801
             @staticmethod
