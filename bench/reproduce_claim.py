@@ -41,7 +41,7 @@ import numpy as np
 
 from toolkit.argtypes import positive_int
 from toolkit.records import Task, dumps, read_jsonl, write_jsonl
-from toolkit.runs import ClaimFolder
+from toolkit.runs import ClaimFolder, grpo_seed_name
 
 SFT_LENGTHS = (30, 60, 120)
 GRPO_SEEDS = (0, 1, 2)
@@ -313,7 +313,8 @@ def reproduce(args: argparse.Namespace) -> dict[str, Any]:
     dev = warm_stage(root, recipe, args, evaluator)
     sft_steps = freeze_stage(root, dev)
     grpo = grpo_stage(root, recipe, args, sft_steps)
-    adapters = {WARM_START: ClaimFolder(root).warm_start, **{f"grpo-seed{s}": a for s, a in grpo.items()}}
+    claim = ClaimFolder(root)
+    adapters = {WARM_START: claim.warm_start, **{grpo_seed_name(s): a for s, a in grpo.items()}}
     test_stage(root, recipe, args, evaluator, adapters)
     claim = claim_stage(root, args.out)
     say("every stage done", started)

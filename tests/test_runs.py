@@ -6,6 +6,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 from toolkit.paths import PACKAGE_DIR
 from toolkit.runs import RunFolder, ShippedFolder, TaskFolder, seed_set_name
 
@@ -47,6 +49,9 @@ def test_a_run_folder_names_the_layout_the_runs_on_disk_have(tmp_path):
     assert shipped.record_file.name == "record.json" and shipped.recipe_file.name == "recipe.json"
     assert ShippedFolder.sources(run) == {"warm_start": run.sft_adapter, "grpo": run.adapter}
     assert shipped.relative(shipped.grpo / "adapter_config.json") == "grpo/adapter_config.json"
+    assert shipped.side("grpo-seed2") == shipped.grpo_seed(2) == tmp_path / "ship" / "grpo-seed2"
+    with pytest.raises(KeyError, match="no shipped side 'adapter'"):
+        shipped.side("adapter")
 
 
 def test_a_run_folder_finds_its_checkpoints_and_outputs(tmp_path):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import shlex
+import shutil
 from pathlib import Path
 
 import pytest
@@ -129,3 +130,73 @@ def test_shipped_folders_are_found_in_the_data_folder():
 
     assert ship.shipped_folder() == DATA_DIR / "adapters" / "cpu-learn"
     assert ship.shipped_folder("x").parent == DATA_DIR / "adapters"
+
+
+@pytest.fixture(scope="module")
+def claim_root(tmp_path_factory, run) -> Path:
+    """A finished claim's root as bench.reproduce_claim leaves it: protocol.json, the frozen warm start,
+    a run per GRPO seed (its adapter and recipe)."""
+    root = tmp_path_factory.mktemp("claim")
+    (root / "protocol.json").write_text(json.dumps({"grpo_seeds": [0, 1], "recipe": "cpu-learn-rft"}))
+    _adapter(root / "warm_start", 0)
+    for seed in (0, 1):
+        _adapter(root / "grpo" / f"seed-{seed}" / "adapter", 10 + seed)
+        recipe = {**json.loads((run / "recipe.json").read_text()), "name": "cpu-learn-rft", "seed": seed}
+        (root / "grpo" / f"seed-{seed}" / "recipe.json").write_text(json.dumps(recipe))
+    return root
+
+
+def test_a_claims_warm_start_and_every_grpo_seed_ship_together(claim_root, tmp_path):
+    claim_file = tmp_path / "claim.json"
+    claim_file.write_text(json.dumps({"criteria": {"in_template_greedy_diff": False}, "grpo_seeds": [0, 1]}))
+    dest = tmp_path / "adapters" / "cpu-learn-rft"
+    from toolkit.cli import main
+
+    assert main(["ship", str(claim_root), str(dest), "--claim", str(claim_file)]) == 0
+    assert sorted(p.relative_to(dest).as_posix() for p in dest.rglob("*") if p.is_file()) == [
+        "grpo-seed0/adapter_config.json",
+        "grpo-seed0/adapter_model.safetensors",
+        "grpo-seed1/adapter_config.json",
+        "grpo-seed1/adapter_model.safetensors",
+        "recipe.json",
+        "record.json",
+        "warm_start/adapter_config.json",
+        "warm_start/adapter_model.safetensors",
+    ]
+    shipped = ship.load_shipped(dest)
+    assert shipped.sides == ["warm_start", "grpo-seed0", "grpo-seed1"] and shipped.grpo_seeds == [0, 1]
+    assert shipped.record["recipe"] == "cpu-learn-rft" and shipped.recipe().seed == 0
+    assert shipped.record["claim"]["criteria"] == {"in_template_greedy_diff": False}
+    assert set(shipped.record["logit_check"]) == set(shipped.sides)
+    for name, digest in shipped.record["sha256"].items():
+        assert hashlib.sha256((dest / name).read_bytes()).hexdigest() == digest
+    source = claim_root / "grpo" / "seed-1" / "adapter"  # each side is its own source's bf16 copy
+    assert (_logits(dest / "grpo-seed1") - _logits(source)).abs().max() <= 0.05 * (
+        _logits(source) - _logits(claim_root / "warm_start")
+    ).abs().max() + 1e-3
+    assert shipped.layout.grpo_seed(1) == dest / "grpo-seed1"
+    shipped_by = build_parser().parse_args(shlex.split(shipped.record["commands"]["ship"])[1:])
+    assert Path(shipped_by.run) == claim_root and Path(shipped_by.claim) == claim_file
+
+    (dest / "grpo-seed1" / "adapter_model.safetensors").unlink()
+    with pytest.raises(FileNotFoundError, match="grpo-seed1/adapter_model.safetensors: missing"):
+        ship.load_shipped(dest)
+
+
+def test_a_claim_with_a_seed_missing_ships_nothing_and_claim_needs_a_claim_root(
+    claim_root, run, tmp_path, capsys
+):
+    from toolkit.cli import main
+
+    broken = tmp_path / "claim"
+    shutil.copytree(claim_root, broken)
+    (broken / "grpo" / "seed-1" / "adapter" / "adapter_config.json").unlink()
+    dest = tmp_path / "shipped"
+    assert main(["ship", str(broken), str(dest)]) == 1
+    assert (
+        f"{broken / 'grpo' / 'seed-1' / 'adapter' / 'adapter_config.json'}: missing"
+        in capsys.readouterr().err
+    )
+    assert not dest.exists()
+    assert main(["ship", str(run), str(dest), "--claim", str(tmp_path / "claim.json")]) == 2
+    assert "is not a claim's root" in capsys.readouterr().err and not dest.exists()

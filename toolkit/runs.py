@@ -20,7 +20,8 @@ A run folder (``RunFolder``):
 A published record (``mcp-rl publish``) keeps the run's ``summary.json``, ``recipe.json`` and
 ``metrics.jsonl`` under the same names, so ``RunFolder`` reads it too. A shipped pair (``ShippedFolder``,
 ``mcp-rl ship``): ``recipe.json``, ``record.json``, ``warm_start/`` (the run's ``sft/adapter``) and
-``grpo/`` (its ``adapter``).
+``grpo/`` (its ``adapter``); shipped from a claim's root, ``grpo-seed<S>/`` for each GRPO seed instead of
+``grpo/`` (``record.json`` names the sides it holds).
 
 A claim's root (``ClaimFolder``, ``python -m bench.reproduce_claim``, issue 49): ``protocol.json``,
 ``warm/sft-<N>/`` (a run per SFT length), ``warm_start/`` (the frozen adapter) with ``warm_start.json``,
@@ -49,6 +50,14 @@ EVAL_MARKER = "results.json"  # run_eval writes it last: the evaluation finished
 def seed_set_name(seed: int | str) -> str:
     """A test set's name, in ``tasks/``, in ``eval/`` and in ``summary.json``-derived records."""
     return f"test-seed{seed}"
+
+
+GRPO_SEED_PREFIX = "grpo-seed"
+
+
+def grpo_seed_name(seed: int | str) -> str:
+    """A claim's GRPO adapter of one training seed: its evaluations' label and its shipped folder."""
+    return f"{GRPO_SEED_PREFIX}{seed}"
 
 
 def has_adapter(folder: Path) -> bool:
@@ -254,7 +263,14 @@ class ShippedFolder:
         return self.root / "grpo"
 
     def side(self, name: str) -> Path:
-        return {"warm_start": self.warm_start, "grpo": self.grpo}[name]
+        """A shipped adapter's folder: ``warm_start``, ``grpo``, or ``grpo-seed<S>`` (a claim's)."""
+        if name not in self.SIDES and not name.startswith(GRPO_SEED_PREFIX):
+            raise KeyError(f"no shipped side {name!r}: warm_start, grpo or {GRPO_SEED_PREFIX}<S>")
+        return self.root / name
+
+    def grpo_seed(self, seed: int | str) -> Path:
+        """A claim's GRPO adapter of one training seed."""
+        return self.root / grpo_seed_name(seed)
 
     @staticmethod
     def sources(run: RunFolder) -> dict[str, Path]:

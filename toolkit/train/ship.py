@@ -10,6 +10,11 @@ tokenizer files (the base model's name says which) and no ``training_args.bin`` 
 - ``record.json``: the run, its recipe name, the base model, the commands, the sha256 of every shipped
   file, and the run's own pass@0.75 comparisons (dev set, test sets) from ``RUN/summary.json``.
 
+A claim's root (``python -m bench.reproduce_claim``, issue 49) ships the same way (``mcp-rl ship ROOT
+DEST --claim claim.json``): its frozen warm start as ``warm_start/`` and each GRPO seed's adapter as
+``grpo-seed<S>/``, the first seed's ``recipe.json`` (the seeds' recipes differ only in their seeds), and a
+record that names the sides, the seeds and holds the claim computed over the root.
+
 After writing, each shipped adapter is loaded with PEFT into the base model and its logits compared with
 the source adapter's; a shipped adapter that differs by more than bfloat16 rounding is refused.
 
@@ -22,12 +27,13 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from toolkit.paths import DATA_DIR
-from toolkit.runs import RunFolder, ShippedFolder, seed_set_name
+from toolkit.runs import ClaimFolder, RunFolder, ShippedFolder, grpo_seed_name, seed_set_name
 
 ADAPTERS_DIR = DATA_DIR / "adapters"
 DEFAULT_SHIPPED = "cpu-learn"  # the frozen issue-31 recipe's adapters
@@ -70,6 +76,16 @@ class Shipped:
         return self.layout.grpo
 
     @property
+    def sides(self) -> list[str]:
+        """The adapters shipped: ``warm_start`` and ``grpo``, or a claim's ``grpo-seed<S>`` sides."""
+        return list(self.record.get("sides") or ShippedFolder.SIDES)
+
+    @property
+    def grpo_seeds(self) -> list[int]:
+        """A claim's GRPO seeds (empty for a pair)."""
+        return list(self.record.get("grpo_seeds") or [])
+
+    @property
     def model(self) -> str:
         return self.record["model"]
 
@@ -80,38 +96,39 @@ class Shipped:
 
 
 def load_shipped(folder: str | Path) -> Shipped:
-    """The shipped pair in ``folder``; a missing file raises FileNotFoundError naming it."""
+    """The shipped adapters in ``folder`` (a pair or a claim's); a missing file raises FileNotFoundError
+    naming it."""
     layout = ShippedFolder(folder)
-    for path in [layout.record_file, layout.recipe_file, *shipped_adapter_files(layout)]:
+    hint = f"ship a finished run with `mcp-rl ship RUN {layout.root}`"
+    if not layout.record_file.is_file():
+        raise FileNotFoundError(f"{layout.record_file}: missing; {hint}")
+    shipped = Shipped(layout.root, json.loads(layout.record_file.read_text()))
+    for path in [layout.recipe_file, *shipped_adapter_files(layout, shipped.sides)]:
         if not path.is_file():
-            raise FileNotFoundError(
-                f"{path}: missing; ship a finished run with `mcp-rl ship RUN {layout.root}`"
-            )
-    return Shipped(layout.root, json.loads(layout.record_file.read_text()))
+            raise FileNotFoundError(f"{path}: missing; {hint}")
+    return shipped
 
 
-def shipped_adapter_files(layout: ShippedFolder) -> list[Path]:
-    return [layout.side(side) / name for side in ShippedFolder.SIDES for name in ADAPTER_FILES]
+def shipped_adapter_files(layout: ShippedFolder, sides: Sequence[str] = ShippedFolder.SIDES) -> list[Path]:
+    return [layout.side(side) / name for side in sides for name in ADAPTER_FILES]
 
 
-def shipped_files(layout: ShippedFolder) -> list[Path]:
-    """What a shipped pair holds besides its record (each with its sha256 in the record)."""
-    return [*shipped_adapter_files(layout), layout.recipe_file]
+def shipped_files(layout: ShippedFolder, sides: Sequence[str] = ShippedFolder.SIDES) -> list[Path]:
+    """What a shipped folder holds besides its record (each with its sha256 in the record)."""
+    return [*shipped_adapter_files(layout, sides), layout.recipe_file]
 
 
 def sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def _source_adapters(run: RunFolder) -> dict[str, Path]:
-    sources = ShippedFolder.sources(run)
+def _check_sources(sources: dict[str, Path], recipe_file: Path, what: str) -> None:
     for folder in sources.values():
         for name in ADAPTER_FILES:
             if not (folder / name).is_file():
-                raise FileNotFoundError(f"{folder / name}: missing; ship needs a finished run's adapters")
-    if not run.recipe_file.is_file():
-        raise FileNotFoundError(f"{run.recipe_file}: missing; ship needs the run's recipe")
-    return sources
+                raise FileNotFoundError(f"{folder / name}: missing; ship needs {what}'s adapters")
+    if not recipe_file.is_file():
+        raise FileNotFoundError(f"{recipe_file}: missing; ship needs {what}'s recipe")
 
 
 def write_bf16_adapter(src: Path, dest: Path, model: str) -> None:
@@ -191,8 +208,65 @@ def ship_adapters(run: str | Path, dest: str | Path) -> Path:
     Raises FileNotFoundError naming a missing adapter file, ShipError when a shipped adapter does not
     reproduce its source."""
     run, dest = RunFolder(run), Path(dest)
-    sources = _source_adapters(run)
-    recipe = json.loads(run.recipe_file.read_text())
+    sources = ShippedFolder.sources(run)
+    _check_sources(sources, run.recipe_file, "a finished run")
+    final = ShippedFolder(dest)
+    model = json.loads(run.recipe_file.read_text())["model"]
+    about = {"run": str(run.root), "comparison": run_comparison(run.root)}
+    commands = {
+        # the recipe as run, in a new folder (the run's own command line is not recorded)
+        "reproduce": f"mcp-rl train --recipe {final.recipe_file} --out RUN --evaluate --test --curve",
+        "ship": f"mcp-rl ship {run.root} {dest}",
+        # with the recipe's loop, so it prompts and decodes as the run's own evaluation did
+        "evaluate": (
+            f"mcp-rl eval --policy {model} --adapter {final.grpo} --recipe {final.recipe_file} "
+            "--suite kit-eval --tasks TASKS.jsonl --out OUT"
+        ),
+    }
+    return _ship(sources, run.recipe_file, dest, about, commands)
+
+
+def ship_claim(root: str | Path, dest: str | Path, claim_file: str | Path | None = None) -> Path:
+    """Copy a claim root's frozen warm start and every GRPO seed's adapter to ``dest`` (bfloat16, checked,
+    as ``ship_adapters``) with the first seed's ``recipe.json`` and a ``record.json`` that names the seeds
+    and holds ``claim_file`` (the claim computed over the root), when given; returns the record's path."""
+    claim, dest = ClaimFolder(root), Path(dest)
+    if not claim.protocol_file.is_file():
+        raise FileNotFoundError(f"{claim.protocol_file}: missing; not a claim's root (bench.reproduce_claim)")
+    seeds = [int(s) for s in json.loads(claim.protocol_file.read_text())["grpo_seeds"]]
+    sources = {
+        "warm_start": claim.warm_start,
+        **{grpo_seed_name(s): claim.grpo_run(s).adapter for s in seeds},
+    }
+    recipe_file = claim.grpo_run(seeds[0]).recipe_file
+    _check_sources(sources, recipe_file, "a finished claim")
+    about: dict[str, Any] = {"claim_root": str(claim.root), "grpo_seeds": seeds, "sides": list(sources)}
+    claim_command = ""
+    if claim_file is not None:
+        claim_file = Path(claim_file)
+        if not claim_file.is_file():
+            raise FileNotFoundError(f"{claim_file}: missing; write it with bench.reproduce_claim first")
+        about["claim"] = json.loads(claim_file.read_text())
+        claim_command = f" --claim {claim_file}"
+    model = json.loads(recipe_file.read_text())["model"]
+    final = ShippedFolder(dest)
+    commands = {
+        "reproduce": "make reproduce-claim",
+        "ship": f"mcp-rl ship {claim.root} {dest}{claim_command}",
+        "evaluate": (
+            f"mcp-rl eval --policy {model} --adapter {final.grpo_seed(seeds[0])} --recipe "
+            f"{final.recipe_file} --suite kit-eval --tasks TASKS.jsonl --out OUT"
+        ),
+    }
+    return _ship(sources, recipe_file, dest, about, commands)
+
+
+def _ship(
+    sources: dict[str, Path], recipe_file: Path, dest: Path, about: dict[str, Any], commands: dict[str, str]
+) -> Path:
+    """Write every source adapter in bfloat16 into a staging folder, check each against its source's
+    logits, add the recipe and the record, then replace ``dest`` with it."""
+    recipe = json.loads(recipe_file.read_text())
     model = recipe["model"]
     tmp = dest.parent / f".{dest.name}.shipping"
     staged, final = ShippedFolder(tmp), ShippedFolder(dest)  # written into tmp, renamed to dest when checked
@@ -202,9 +276,9 @@ def ship_adapters(run: str | Path, dest: str | Path) -> Path:
         for side, src in sources.items():
             write_bf16_adapter(src, staged.side(side), model)
             checks[side] = check_shipped(model, src, staged.side(side))
-        shutil.copyfile(run.recipe_file, staged.recipe_file)
+        shutil.copyfile(recipe_file, staged.recipe_file)
         record = {
-            "run": str(run.root),
+            **about,
             "recipe": recipe.get("name"),
             "model": model,
             "dtype": "bfloat16",
@@ -214,19 +288,9 @@ def ship_adapters(run: str | Path, dest: str | Path) -> Path:
                 for side, src in sources.items()
                 for name in ADAPTER_FILES
             },
-            "sha256": {staged.relative(path): sha256(path) for path in shipped_files(staged)},
+            "sha256": {staged.relative(path): sha256(path) for path in shipped_files(staged, list(sources))},
             "logit_check": checks,
-            "comparison": run_comparison(run.root),
-            "commands": {
-                # the recipe as run, in a new folder (the run's own command line is not recorded)
-                "reproduce": f"mcp-rl train --recipe {final.recipe_file} --out RUN --evaluate --test --curve",
-                "ship": f"mcp-rl ship {run.root} {dest}",
-                # with the recipe's loop, so it prompts and decodes as the run's own evaluation did
-                "evaluate": (
-                    f"mcp-rl eval --policy {model} --adapter {final.grpo} --recipe {final.recipe_file} "
-                    "--suite kit-eval --tasks TASKS.jsonl --out OUT"
-                ),
-            },
+            "commands": commands,
         }
         staged.record_file.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
         shutil.rmtree(dest, ignore_errors=True)
