@@ -20,6 +20,10 @@ on where it stopped (run it again with the same arguments):
    greedy and sampled into ``ROOT/eval/test-seed<T>/<adapter>/{results,samples}.jsonl``.
 5. **claim**: ``toolkit.eval.claim`` over ROOT, written to ``--out``.
 
+``--status`` says where a run of it stands, stage by stage, from ROOT alone (a run spans sessions):
+
+    python -m bench.reproduce_claim runs/claim --status
+
 The protocol's numbers are the defaults. Smaller ones (``--sft-lengths``, ``--grpo-seeds``, ...) make a
 rehearsal, not the claim: the values, and the recipe's settings as merged, are written to
 ``ROOT/protocol.json`` when the root is made, and a later start with other values or an edited recipe is
@@ -321,6 +325,92 @@ def reproduce(args: argparse.Namespace) -> dict[str, Any]:
     return claim
 
 
+# ---- where a run of the protocol stands -----------------------------------------------------------------
+
+
+def _checkpoints(folder: Path) -> list[int]:
+    """The steps of a trainer's kept checkpoints (``checkpoint-N``) in ``folder``."""
+    return sorted(
+        int(p.name.split("-")[1]) for p in folder.glob("checkpoint-*") if p.name.split("-")[1].isdigit()
+    )
+
+
+def _training(max_steps: int, adapter: Path, folder: Path) -> str:
+    """``done``, ``at checkpoint N of M``, ``started, no checkpoint yet`` or ``not started`` for one
+    trainer's stage (its final ``adapter``, its output ``folder``)."""
+    from toolkit.runs import has_adapter
+
+    if has_adapter(adapter):
+        return "done"
+    kept = _checkpoints(folder)
+    if kept:
+        return f"at checkpoint {kept[-1]} of {max_steps}"
+    return "started, no checkpoint yet" if folder.exists() else "not started"
+
+
+def _evaluated(folder: Path) -> str:
+    from toolkit.runs import EVAL_MARKER
+
+    greedy = "greedy done" if (folder / EVAL_MARKER).is_file() else "greedy not done"
+    return f"{greedy}, {'sampled done' if (folder / 'samples.jsonl').is_file() else 'sampled not done'}"
+
+
+def status(root: Path) -> list[str]:
+    """Where a run of the protocol stands, stage by stage, read from ROOT alone (nothing runs)."""
+    claim = ClaimFolder(root)
+    if not claim.protocol_file.is_file():
+        return [f"{root}: not started (no {claim.protocol_file.name})"]
+    p = json.loads(claim.protocol_file.read_text())
+    lines = [
+        f"protocol: recipe {p['recipe']}; SFT lengths {p['sft_lengths']}; GRPO seeds {p['grpo_seeds']}; "
+        f"test seeds {p['test_seeds']} x {p['test_tasks']} tasks; {p['samples']} samples a task"
+    ]
+    settings = p.get("recipe_settings") or {}
+    grpo_steps = int((settings.get("grpo") or {}).get("max_steps", 0))
+    for steps in p["sft_lengths"]:
+        run = claim.warm_run(steps)
+        line = f"warm start sft-{steps}: {_training(steps, run.sft_adapter, run.sft)}"
+        dev = run.eval_named("dev")
+        if (dev / "results.jsonl").is_file() and (dev / "samples.jsonl").is_file():
+            greedy, sampled = pass_rates(dev)
+            line += f"; dev greedy {greedy:.3f}, sampled {sampled:.3f}"
+        elif dev.exists():
+            line += f"; dev {_evaluated(dev)}"
+        lines.append(line)
+    if claim.warm_start_record.is_file():
+        frozen = json.loads(claim.warm_start_record.read_text())
+        lines.append(f"frozen warm start: {frozen['sft_steps']} SFT steps ({claim.warm_start_record})")
+    else:
+        lines.append("frozen warm start: not yet")
+    for seed in p["grpo_seeds"]:
+        run = claim.grpo_run(seed)
+        if not run.root.exists():
+            lines.append(f"GRPO seed {seed}: not started")
+            continue
+        parts = []
+        if settings.get("rft"):
+            from toolkit.runs import has_adapter
+
+            if has_adapter(run.rft_adapter):
+                parts.append("RFT round done")
+            else:
+                sampled = (
+                    len(list(run.rft_sample_parts.glob("*.jsonl"))) if run.rft_sample_parts.is_dir() else 0
+                )
+                parts.append(
+                    f"RFT round: {sampled} sample parts"
+                    + (", sampled" if run.rft_samples_file.is_file() else "")
+                )
+        parts.append(f"GRPO {_training(grpo_steps, run.adapter, run.grpo)}")
+        lines.append(f"GRPO seed {seed}: " + "; ".join(parts))
+    labels = [WARM_START, *(grpo_seed_name(s) for s in p["grpo_seeds"])]
+    for seed in p["test_seeds"]:
+        have = "tasks written" if claim.test_tasks(seed).is_file() else "tasks not written"
+        done = [f"{label} {_evaluated(claim.evaluation(seed, label))}" for label in labels]
+        lines.append(f"test seed {seed}: {have}; " + "; ".join(done))
+    return lines
+
+
 def _ints(text: str) -> list[int]:
     try:
         values = [int(v) for v in text.split(",") if v.strip()]
@@ -336,7 +426,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         prog="python -m bench.reproduce_claim", description=__doc__.split("\n")[0]
     )
     parser.add_argument("root", type=Path, help="the claim's folder (runs, tasks, evaluations); resumable")
-    parser.add_argument("--out", type=Path, required=True, help="the claim.json to write")
+    parser.add_argument("--out", type=Path, help="the claim.json to write (required, but with --status)")
     parser.add_argument(
         "--recipe", default="cpu-learn-rft", help="recipe name or YAML path (default cpu-learn-rft)"
     )
@@ -350,7 +440,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--samples", type=positive_int, default=SAMPLES, help="sampled episodes per task (4)")
     parser.add_argument("--dev-tasks", type=positive_int, default=None, help="only the first N dev tasks")
     parser.add_argument("--verbose", action="store_true", help="show the libraries' logs and warnings")
+    parser.add_argument(
+        "--status", action="store_true", help="say where a run of the protocol in ROOT stands; run nothing"
+    )
     args = parser.parse_args(argv)
+    if args.status:
+        print("\n".join(status(args.root)))
+        return
+    if args.out is None:
+        parser.error("--out is required (the claim.json to write)")
     if args.samples < 2:
         parser.error("--samples must be at least 2 (a sampled pass rate)")
     from toolkit.train.quiet import quiet_libraries

@@ -59,6 +59,43 @@ def test_the_frozen_warm_start_is_copied_once_and_checked_on_every_start(tmp_pat
         rc.freeze_stage(tmp_path, {})
 
 
+def test_status_reads_where_a_stopped_run_stands_and_runs_nothing(tmp_path):
+    root = tmp_path / "claim"
+    assert rc.status(root) == [f"{root}: not started (no protocol.json)"]
+    args = argparse.Namespace(
+        recipe="cpu-learn-rft", sft_lengths=[30, 60], grpo_seeds=[0, 1], test_seeds=[3101], test_tasks=300,
+        samples=4, dev_tasks=None, set=[],
+    )  # fmt: skip
+    rc.open_root(root, rc.protocol(args))
+    (root / "warm" / "sft-30" / "sft" / "checkpoint-20").mkdir(parents=True)  # stopped mid-way
+    (root / "warm" / "sft-60" / "sft").mkdir(parents=True)
+    parts = root / "grpo" / "seed-0" / "rft" / "sample-parts"
+    parts.mkdir(parents=True)
+    for k in (1, 2):
+        (parts / f"part-{k}.jsonl").write_text("")
+    (root / "tasks").mkdir()
+    (root / "tasks" / "test-seed3101.jsonl").write_text("")
+    (root / "eval" / "test-seed3101" / "warm_start").mkdir(parents=True)
+    (root / "eval" / "test-seed3101" / "warm_start" / "results.json").write_text("{}")
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.reproduce_claim", str(root), "--status"],
+        capture_output=True, text=True, cwd=REPO,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "protocol: recipe cpu-learn-rft; SFT lengths [30, 60]; GRPO seeds [0, 1]; test seeds [3101] x 300 "
+        "tasks; 4 samples a task",
+        "warm start sft-30: at checkpoint 20 of 30",
+        "warm start sft-60: started, no checkpoint yet",
+        "frozen warm start: not yet",
+        "GRPO seed 0: RFT round: 2 sample parts; GRPO not started",
+        "GRPO seed 1: not started",
+        "test seed 3101: tasks written; warm_start greedy done, sampled not done; grpo-seed0 greedy not "
+        "done, sampled not done; grpo-seed1 greedy not done, sampled not done",
+    ]
+    assert sorted(p.name for p in root.iterdir()) == ["eval", "grpo", "protocol.json", "tasks", "warm"]
+
+
 def test_bad_protocol_values_are_refused_before_anything_runs(tmp_path):
     for flag in (["--grpo-seeds", "0,0"], ["--sft-lengths", "x"], ["--samples", "1"], ["--test-tasks", "0"]):
         done = subprocess.run(
@@ -116,6 +153,15 @@ def test_the_smallest_protocol_runs_end_to_end_and_resumes(tmp_path):
     claim = json.loads(out.read_text())
     assert [str(s) for s in claim["grpo_seeds"]] == ["0", "1"]
     assert claim["protocol"]["test_tasks"] == 2
+
+    lines = rc.status(root)  # a finished root, read back stage by stage
+    assert lines[1].startswith("warm start sft-1: done; dev greedy ")
+    assert lines[2] == "frozen warm start: 1 SFT steps (" + str(root / "warm_start.json") + ")"
+    assert lines[3:5] == ["GRPO seed 0: GRPO done", "GRPO seed 1: GRPO done"]
+    assert lines[5] == (
+        "test seed 11: tasks written; warm_start greedy done, sampled done; grpo-seed0 greedy done, "
+        "sampled done; grpo-seed1 greedy done, sampled done"
+    )
 
     again = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, env=env)
     assert again.returncode == 0, again.stderr[-3000:]
