@@ -181,6 +181,9 @@ def test_a_claims_warm_start_and_every_grpo_seed_ship_together(claim_root, tmp_p
     (dest / "grpo-seed1" / "adapter_model.safetensors").unlink()
     with pytest.raises(FileNotFoundError, match="grpo-seed1/adapter_model.safetensors: missing"):
         ship.load_shipped(dest)
+    (dest / "record.json").write_text('{"sides": [')
+    with pytest.raises(ValueError, match=r"record.json: not JSON \(.*line 1\)"):
+        ship.load_shipped(dest)
 
 
 def test_a_claim_with_a_seed_missing_ships_nothing_and_claim_needs_a_claim_root(

@@ -102,7 +102,10 @@ def load_shipped(folder: str | Path) -> Shipped:
     hint = f"ship a finished run with `mcp-rl ship RUN {layout.root}`"
     if not layout.record_file.is_file():
         raise FileNotFoundError(f"{layout.record_file}: missing; {hint}")
-    shipped = Shipped(layout.root, json.loads(layout.record_file.read_text()))
+    try:
+        shipped = Shipped(layout.root, json.loads(layout.record_file.read_text()))
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{layout.record_file}: not JSON ({exc.msg}, line {exc.lineno}); {hint}") from exc
     for path in [layout.recipe_file, *shipped_adapter_files(layout, shipped.sides)]:
         if not path.is_file():
             raise FileNotFoundError(f"{path}: missing; {hint}")
