@@ -172,6 +172,16 @@ def test_the_smallest_protocol_runs_end_to_end_and_resumes(tmp_path):
     )  # quiet, as mcp-rl train
 
 
+def test_a_training_stage_runs_in_its_own_process_and_its_failure_stops_the_claim(tmp_path):
+    """The trainers run in a spawned process (their memory goes with it); one that fails (here: a task
+    file that is not there) stops the claim with its exit code, and the parent is left as it was."""
+    from toolkit.train.config import recipe_from_dict
+
+    recipe = recipe_from_dict({**TINY, "tasks": str(tmp_path / "missing.jsonl")}, name="tiny")
+    with pytest.raises(SystemExit, match=r"training into .*run failed \(exit code 1\)"):
+        rc.train_in_child(recipe, tmp_path / "run", stop_after="sft")
+
+
 def test_a_recipe_warm_start_is_checked_before_any_stage(tmp_path):
     from toolkit.train.config import RecipeError, recipe_from_dict
     from toolkit.train.pipeline import run_recipe
