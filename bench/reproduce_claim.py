@@ -355,11 +355,12 @@ def reproduce(args: argparse.Namespace) -> dict[str, Any]:
 # ---- where a run of the protocol stands -----------------------------------------------------------------
 
 
-def _checkpoints(folder: Path) -> list[int]:
-    """The steps of a trainer's kept checkpoints (``checkpoint-N``) in ``folder``."""
-    return sorted(
-        int(p.name.split("-")[1]) for p in folder.glob("checkpoint-*") if p.name.split("-")[1].isdigit()
-    )
+def _last_checkpoint(folder: Path) -> int | None:
+    """The step of a trainer's last kept checkpoint in ``folder`` (None: none)."""
+    from toolkit.train.resume import last_checkpoint
+
+    found = last_checkpoint(folder)
+    return None if found is None else int(Path(found).name.rsplit("-", 1)[1])
 
 
 def _training(max_steps: int, adapter: Path, folder: Path) -> str:
@@ -369,9 +370,9 @@ def _training(max_steps: int, adapter: Path, folder: Path) -> str:
 
     if has_adapter(adapter):
         return "done"
-    kept = _checkpoints(folder)
-    if kept:
-        return f"at checkpoint {kept[-1]} of {max_steps}"
+    kept = _last_checkpoint(folder)
+    if kept is not None:
+        return f"at checkpoint {kept} of {max_steps}"
     return "started, no checkpoint yet" if folder.exists() else "not started"
 
 
