@@ -344,8 +344,7 @@ def reproduce(args: argparse.Namespace) -> dict[str, Any]:
     dev = warm_stage(root, recipe, args, evaluator)
     sft_steps = freeze_stage(root, dev)
     grpo = grpo_stage(root, recipe, args, sft_steps)
-    claim = ClaimFolder(root)
-    adapters = {WARM_START: claim.warm_start, **{grpo_seed_name(s): a for s, a in grpo.items()}}
+    adapters = {WARM_START: ClaimFolder(root).warm_start, **{grpo_seed_name(s): a for s, a in grpo.items()}}
     test_stage(root, recipe, args, evaluator, adapters)
     claim = claim_stage(root, args.out)
     say("every stage done", started)
@@ -385,6 +384,8 @@ def _evaluated(folder: Path) -> str:
 
 def status(root: Path) -> list[str]:
     """Where a run of the protocol stands, stage by stage, read from ROOT alone (nothing runs)."""
+    from toolkit.runs import has_adapter
+
     claim = ClaimFolder(root)
     if not claim.protocol_file.is_file():
         return [f"{root}: not started (no {claim.protocol_file.name})"]
@@ -417,8 +418,6 @@ def status(root: Path) -> list[str]:
             continue
         parts = []
         if settings.get("rft"):
-            from toolkit.runs import has_adapter
-
             if has_adapter(run.rft_adapter):
                 parts.append("RFT round done")
             else:

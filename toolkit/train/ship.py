@@ -214,7 +214,8 @@ def ship_adapters(run: str | Path, dest: str | Path) -> Path:
     sources = ShippedFolder.sources(run)
     _check_sources(sources, run.recipe_file, "a finished run")
     final = ShippedFolder(dest)
-    model = json.loads(run.recipe_file.read_text())["model"]
+    recipe = json.loads(run.recipe_file.read_text())
+    model = recipe["model"]
     about = {"run": str(run.root), "comparison": run_comparison(run.root)}
     commands = {
         # the recipe as run, in a new folder (the run's own command line is not recorded)
@@ -226,7 +227,7 @@ def ship_adapters(run: str | Path, dest: str | Path) -> Path:
             "--suite kit-eval --tasks TASKS.jsonl --out OUT"
         ),
     }
-    return _ship(sources, run.recipe_file, dest, about, commands)
+    return _ship(sources, run.recipe_file, recipe, dest, about, commands)
 
 
 def ship_claim(root: str | Path, dest: str | Path, claim_file: str | Path | None = None) -> Path:
@@ -251,7 +252,8 @@ def ship_claim(root: str | Path, dest: str | Path, claim_file: str | Path | None
             raise FileNotFoundError(f"{claim_file}: missing; write it with bench.reproduce_claim first")
         about["claim"] = json.loads(claim_file.read_text())
         claim_command = f" --claim {claim_file}"
-    model = json.loads(recipe_file.read_text())["model"]
+    recipe = json.loads(recipe_file.read_text())
+    model = recipe["model"]
     final = ShippedFolder(dest)
     commands = {
         "reproduce": "make reproduce-claim",
@@ -261,15 +263,19 @@ def ship_claim(root: str | Path, dest: str | Path, claim_file: str | Path | None
             f"{final.recipe_file} --suite kit-eval --tasks TASKS.jsonl --out OUT"
         ),
     }
-    return _ship(sources, recipe_file, dest, about, commands)
+    return _ship(sources, recipe_file, recipe, dest, about, commands)
 
 
 def _ship(
-    sources: dict[str, Path], recipe_file: Path, dest: Path, about: dict[str, Any], commands: dict[str, str]
+    sources: dict[str, Path],
+    recipe_file: Path,
+    recipe: dict[str, Any],
+    dest: Path,
+    about: dict[str, Any],
+    commands: dict[str, str],
 ) -> Path:
     """Write every source adapter in bfloat16 into a staging folder, check each against its source's
-    logits, add the recipe and the record, then replace ``dest`` with it."""
-    recipe = json.loads(recipe_file.read_text())
+    logits, add the recipe (``recipe_file``, read as ``recipe``) and the record, then replace ``dest``."""
     model = recipe["model"]
     tmp = dest.parent / f".{dest.name}.shipping"
     staged, final = ShippedFolder(tmp), ShippedFolder(dest)  # written into tmp, renamed to dest when checked
