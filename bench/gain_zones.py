@@ -22,7 +22,8 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable
 from pathlib import Path
 
-from toolkit.records import SampleRow, write_jsonl
+from toolkit.eval.sampling import sample_scores
+from toolkit.records import write_jsonl
 
 PASS = 0.75  # the primary metric's threshold (pass@0.75)
 ZONES = ("greedy-pass", "sampled-only", "never")
@@ -137,37 +138,6 @@ def format_table(table: dict[str, Counter], cols: list[str] | None = None) -> st
     for kind in sorted(table, key=lambda k: (k == "all", k)):
         lines.append(f"| {kind} | " + " | ".join(str(table[kind][c]) for c in cols) + " |")
     return "\n".join(lines)
-
-
-def sample_scores(tasks: list, policy: object, loop: object, n: int) -> list[SampleRow]:
-    """``n`` episodes per task with ``policy`` through the agent loop, each scored with the rubric (the
-    rows of ``samples.jsonl``). A line on stderr as the episodes finish ("[sampled] 80/800 episodes, 1.2
-    s/episode"): 800 episodes run for minutes. Most episodes failed on the policy's backend: EndpointDown
-    (a table of zeros would read as a model that never passes)."""
-    from toolkit.agent.loop import policy_failure, rollout, watch_episodes
-    from toolkit.eval.metrics import first_call_well_formed
-    from toolkit.eval.watch import Progress, check_endpoint
-    from toolkit.rewards import get_reward
-
-    rubric = get_reward("rubric")
-    with Progress(len(tasks) * n, "sampled") as progress, watch_episodes(lambda _: progress.episode()):
-        trajs = rollout(tasks, policy, loop, n=n)
-    reasons = [r for r in map(policy_failure, trajs) if r is not None]
-    check_endpoint(reasons, len(trajs), "policy endpoint", "sampled")
-    rows = []
-    for task, traj in zip([t for t in tasks for _ in range(n)], trajs, strict=True):
-        graded = rubric(task, traj)
-        rows.append(
-            SampleRow(
-                task_id=task.id,
-                category=task.metadata.get("kind"),
-                score=float(graded.score),
-                answer_failed=bool(graded.details.get("answer_failed")),
-                stop_reason=traj.stop_reason,
-                first_call_well_formed=first_call_well_formed(traj),
-            )
-        )
-    return rows
 
 
 def _sample(args: argparse.Namespace) -> None:

@@ -47,16 +47,17 @@ from typing import Any
 
 import numpy as np
 
-from toolkit.argtypes import positive_int
-from toolkit.records import Task, dumps, read_jsonl, write_jsonl
+from toolkit.argtypes import distinct_ints, positive_int
+from toolkit.eval.claim import WARM_START
+from toolkit.records import dumps, read_jsonl
 from toolkit.runs import ClaimFolder, grpo_seed_name
+from toolkit.train.claim_eval import ClaimEvaluator, evaluate_test_sets
 
 SFT_LENGTHS = (30, 60, 120)
 GRPO_SEEDS = (0, 1, 2)
 TEST_SEEDS = (3101, 3102)
 TEST_TASKS = 300
 SAMPLES = 4
-WARM_START = "warm_start"  # toolkit.eval.claim's name for the warm start's evaluations
 
 
 def say(message: str, started: float | None = None) -> None:
@@ -129,49 +130,6 @@ def sha256_tree(folder: Path) -> dict[str, str]:
 # ---- evaluations ---------------------------------------------------------------------------------------
 
 
-class Evaluator:
-    """Greedy and sampled evaluations of adapters with the recipe's backend (one, reused, freed after each)."""
-
-    def __init__(self, recipe: Any, samples: int):
-        self.recipe, self.samples = recipe, samples
-        self._backend = None
-
-    @property
-    def backend(self) -> Any:
-        if self._backend is None:
-            from toolkit.train.pipeline import choose_backend, make_backend
-
-            self._backend = make_backend(choose_backend(self.recipe), self.recipe)
-        return self._backend
-
-    def greedy(self, adapter: Path, label: str, tasks: list[Task], folder: Path) -> None:
-        from toolkit.train.run_eval import eval_loop_config, evaluate_adapter
-
-        evaluate_adapter(self.backend, adapter, label, tasks, folder, eval_loop_config(self.recipe))
-
-    def sampled(self, adapter: Path, label: str, tasks: list[Task], out: Path) -> None:
-        """``samples`` scored episodes per task at the rollout temperature (``bench.gain_zones``' rows)."""
-        if out.exists():
-            return
-        from bench.gain_zones import sample_scores
-
-        started = time.time()
-        temperature = float(self.recipe.rollout.get("temperature", 1.0))
-        say(f"sampling {label}: {len(tasks)} tasks x {self.samples} at temperature {temperature}")
-        policy = self.backend.eval_policy(adapter, label)
-        try:
-            rows = sample_scores(
-                tasks, policy, self.recipe.loop_config(temperature=temperature), self.samples
-            )
-        finally:
-            self.backend.release()
-        out.parent.mkdir(parents=True, exist_ok=True)
-        partial = out.with_suffix(".partial")
-        write_jsonl(partial, rows)
-        partial.rename(out)  # written whole or not at all: a killed run samples again
-        say(f"sampled {label} -> {out}", started)
-
-
 def pass_rates(folder: Path) -> tuple[float, float]:
     """(greedy pass@0.75, sampled mean pass) of an evaluation folder (results.jsonl, samples.jsonl)."""
     from toolkit.eval.claim import sampled_pass
@@ -217,7 +175,7 @@ def _train(recipe: dict[str, Any], out: str, kwargs: dict[str, Any]) -> None:
 # ---- the stages ----------------------------------------------------------------------------------------
 
 
-def warm_stage(root: Path, base: Any, args: argparse.Namespace, evaluator: Evaluator) -> dict:
+def warm_stage(root: Path, base: Any, args: argparse.Namespace, evaluator: ClaimEvaluator) -> dict:
     """1. one warm start per SFT length, each on the dev set; returns length -> (greedy, sampled)."""
     from toolkit.runs import has_adapter
     from toolkit.train.task_sources import read_tasks, resolve_task_files
@@ -298,26 +256,13 @@ def grpo_stage(root: Path, base: Any, args: argparse.Namespace, sft_steps: int) 
 
 
 def test_stage(
-    root: Path, recipe: Any, args: argparse.Namespace, evaluator: Evaluator, adapters: dict[str, Path]
+    root: Path, recipe: Any, args: argparse.Namespace, evaluator: ClaimEvaluator, adapters: dict[str, Path]
 ) -> None:
     """4. each test set synthesized once, every adapter evaluated on it greedy and sampled."""
-    from toolkit.train.task_sources import held_out_set
-
-    claim = ClaimFolder(root)
-    for seed in args.test_seeds:
-        task_file = claim.test_tasks(seed)
-        if not task_file.exists():
-            tasks = held_out_set(recipe, seed, args.test_tasks, claim.test_synth)
-            if len(tasks) < args.test_tasks:
-                raise SystemExit(
-                    f"test seed {seed}: only {len(tasks)} tasks of {args.test_tasks} after the filter"
-                )
-            write_jsonl(task_file, tasks)
-        tasks = read_jsonl(task_file, Task)
-        for label, adapter in adapters.items():
-            folder = claim.evaluation(seed, label)
-            evaluator.greedy(adapter, label, tasks, folder)
-            evaluator.sampled(adapter, label, tasks, folder / "samples.jsonl")
+    try:
+        evaluate_test_sets(recipe, adapters, args.test_seeds, args.test_tasks, root, evaluator)
+    except ValueError as exc:  # a test set short of tasks after the filter, or another run's files
+        raise SystemExit(str(exc)) from exc
 
 
 def claim_stage(root: Path, out: Path) -> dict[str, Any]:
@@ -339,7 +284,7 @@ def reproduce(args: argparse.Namespace) -> dict[str, Any]:
     recipe = base_recipe(args)
     if not recipe.sft:
         raise SystemExit(f"recipe {args.recipe}: the protocol needs an sft section (the warm start)")
-    evaluator = Evaluator(recipe, args.samples)
+    evaluator = ClaimEvaluator(recipe, args.samples)
     started = time.time()
     dev = warm_stage(root, recipe, args, evaluator)
     sft_steps = freeze_stage(root, dev)
@@ -438,16 +383,6 @@ def status(root: Path) -> list[str]:
     return lines
 
 
-def _ints(text: str) -> list[int]:
-    try:
-        values = [int(v) for v in text.split(",") if v.strip()]
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"{text!r}: a comma-separated list of integers") from exc
-    if not values or any(v < 0 for v in values) or len(set(values)) != len(values):
-        raise argparse.ArgumentTypeError(f"{text!r}: distinct integers >= 0, at least one")
-    return values
-
-
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         prog="python -m bench.reproduce_claim", description=__doc__.split("\n")[0]
@@ -458,9 +393,13 @@ def main(argv: Sequence[str] | None = None) -> None:
         "--recipe", default="cpu-learn-rft", help="recipe name or YAML path (default cpu-learn-rft)"
     )
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="recipe override")
-    parser.add_argument("--sft-lengths", type=_ints, default=list(SFT_LENGTHS), help="default 30,60,120")
-    parser.add_argument("--grpo-seeds", type=_ints, default=list(GRPO_SEEDS), help="default 0,1,2")
-    parser.add_argument("--test-seeds", type=_ints, default=list(TEST_SEEDS), help="default 3101,3102")
+    parser.add_argument(
+        "--sft-lengths", type=distinct_ints, default=list(SFT_LENGTHS), help="default 30,60,120"
+    )
+    parser.add_argument("--grpo-seeds", type=distinct_ints, default=list(GRPO_SEEDS), help="default 0,1,2")
+    parser.add_argument(
+        "--test-seeds", type=distinct_ints, default=list(TEST_SEEDS), help="default 3101,3102"
+    )
     parser.add_argument(
         "--test-tasks", type=positive_int, default=TEST_TASKS, help="tasks per test seed (300)"
     )

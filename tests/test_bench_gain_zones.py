@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from bench.gain_zones import main, reach_table, read_rows, sample_scores, zone_table
+from bench.gain_zones import main, reach_table, read_rows, zone_table
+from toolkit.eval.sampling import sample_scores
 
 
 def rows(pairs):

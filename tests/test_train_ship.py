@@ -12,30 +12,18 @@ from pathlib import Path
 
 import pytest
 import torch
+from adapter_fakes import lora_adapter
 
 from toolkit.cli import build_parser
 from toolkit.models import TINY_MODEL, load_policy
 from toolkit.train import ship
 
 
-def _adapter(folder: Path, seed: int) -> None:
-    """A LoRA adapter on the tiny model with non-zero B (so it changes the logits), saved in float32 with
-    the extras a trainer leaves beside it."""
-    from peft import LoraConfig, get_peft_model
-
-    model, tokenizer = load_policy(TINY_MODEL)
-    torch.manual_seed(seed)
-    config = LoraConfig(r=4, lora_alpha=16, target_modules="all-linear", init_lora_weights=False)
-    get_peft_model(model, config).save_pretrained(str(folder))
-    tokenizer.save_pretrained(str(folder))
-    (folder / "training_args.bin").write_bytes(b"pickle")
-
-
 @pytest.fixture(scope="module")
 def run(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("run")
-    _adapter(folder / "sft" / "adapter", 0)
-    _adapter(folder / "adapter", 1)
+    lora_adapter(folder / "sft" / "adapter", 0)
+    lora_adapter(folder / "adapter", 1)
     from toolkit.train.config import load_recipe, with_overrides
 
     recipe = with_overrides(load_recipe("cpu-learn"), {"model": TINY_MODEL}).to_dict()
@@ -138,9 +126,9 @@ def claim_root(tmp_path_factory, run) -> Path:
     a run per GRPO seed (its adapter and recipe)."""
     root = tmp_path_factory.mktemp("claim")
     (root / "protocol.json").write_text(json.dumps({"grpo_seeds": [0, 1], "recipe": "cpu-learn-rft"}))
-    _adapter(root / "warm_start", 0)
+    lora_adapter(root / "warm_start", 0)
     for seed in (0, 1):
-        _adapter(root / "grpo" / f"seed-{seed}" / "adapter", 10 + seed)
+        lora_adapter(root / "grpo" / f"seed-{seed}" / "adapter", 10 + seed)
         recipe = {**json.loads((run / "recipe.json").read_text()), "name": "cpu-learn-rft", "seed": seed}
         (root / "grpo" / f"seed-{seed}" / "recipe.json").write_text(json.dumps(recipe))
     return root

@@ -59,3 +59,14 @@ def fraction(text: str) -> float:
     if not 0 <= value <= 1:
         raise argparse.ArgumentTypeError(f"must be between 0 and 1, got {text}")
     return value
+
+
+def distinct_ints(text: str) -> list[int]:
+    """Seeds or lengths: a comma-separated list of distinct integers >= 0, at least one ("0,1,2")."""
+    try:
+        values = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{text!r}: a comma-separated list of integers") from exc
+    if not values or any(v < 0 for v in values) or len(set(values)) != len(values):
+        raise argparse.ArgumentTypeError(f"{text!r}: distinct integers >= 0, at least one")
+    return values

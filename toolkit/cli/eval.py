@@ -1,10 +1,11 @@
-"""`mcp-rl eval` and `mcp-rl plot`."""
+"""`mcp-rl eval`, `mcp-rl compare`, `mcp-rl eval-claim` and `mcp-rl plot`."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 
-from toolkit.argtypes import nonnegative_float, positive_int
+from toolkit.argtypes import distinct_ints, nonnegative_float, nonnegative_int, positive_int
 from toolkit.records import dumps
 
 
@@ -73,6 +74,35 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     c.add_argument("--json", action="store_true", help="print the differences as JSON")
     c.set_defaults(func=_compare)
 
+    k = subparsers.add_parser(
+        "eval-claim",
+        help="evaluate shipped adapters (a claim's warm start and GRPO seeds, or a pair) on fresh test sets",
+        description="Synthesize a test set per --test-seeds from the shipped recipe's synth settings (less "
+        "any task it trains on), evaluate the warm start and every GRPO adapter of SHIPPED on each, greedy "
+        "and (--samples K) K sampled episodes a task, into OUT, and write OUT/claim.json: the mean over the "
+        "GRPO seeds of GRPO - warm start, paired by task, with 95%% CIs and the guards "
+        "(toolkit/train/claim_eval.py, toolkit/eval/claim.py). A stopped call goes on where it was.",
+    )
+    k.add_argument(
+        "shipped", metavar="SHIPPED", help="an `mcp-rl ship` folder, e.g. data/adapters/cpu-learn-rft"
+    )
+    k.add_argument("out", metavar="OUT", help="folder for the test sets, evaluations and claim.json")
+    k.add_argument(
+        "--test-seeds",
+        type=distinct_ints,
+        required=True,
+        help="synth seeds of the test sets, e.g. 4101,4102: seeds no run has trained, tuned or tested on",
+    )
+    k.add_argument("--tasks", type=positive_int, default=300, help="tasks per test set (300)")
+    k.add_argument(
+        "--samples",
+        type=nonnegative_int,
+        default=0,
+        help="sampled episodes per task at the recipe's temperature (0: greedy only; else at least 2)",
+    )
+    k.add_argument("--backend", choices=("cpu", "vllm"), default=None, help="default: the recipe's")
+    k.set_defaults(func=_eval_claim)
+
     q = subparsers.add_parser(
         "plot",
         help="figures (PNG + SVG) from eval results, a training metrics.jsonl and the published numbers",
@@ -127,6 +157,27 @@ def _eval(args: argparse.Namespace) -> int:
         )
         for name, m in metrics.items():
             print(f"  {name:32s} {m['value']:8.3f}  [{m['ci_low']:.3f}, {m['ci_high']:.3f}]")
+    return 0
+
+
+def _eval_claim(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from toolkit.eval.claim import criteria_lines
+    from toolkit.train.claim_eval import evaluate_shipped_claim
+    from toolkit.train.ship import load_shipped
+
+    if args.samples == 1:
+        print("mcp-rl eval-claim: error: --samples is 0 (greedy only) or at least 2", file=sys.stderr)
+        return 2
+    shipped = load_shipped(args.shipped)
+    out = Path(args.out)
+    claim = evaluate_shipped_claim(shipped, args.test_seeds, args.tasks, out, args.samples, args.backend)
+    claim["shipped"] = {"folder": str(shipped.folder), "record_sha256": shipped.record.get("sha256")}
+    (out / "claim.json").write_text(dumps(claim, indent=1, sort_keys=True) + "\n")
+    for line in criteria_lines(claim):
+        print(line)
+    print(f"wrote {out / 'claim.json'}")
     return 0
 
 

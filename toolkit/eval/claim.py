@@ -226,6 +226,31 @@ def criteria(claim: dict[str, Any]) -> dict[str, bool]:
     }
 
 
+def criteria_lines(claim: dict[str, Any]) -> list[str]:
+    """The claim as a reader scans it: pass@0.75 per group and way, the guards, and the criteria unmet."""
+    lines = []
+    for group in GROUPS:
+        if not claim.get(group):
+            lines.append(f"{group}: no tasks")
+            continue
+        for way in ("greedy", "sampled"):
+            b = claim[group].get(way)
+            if b:
+                lines.append(
+                    f"{group} {way} pass@0.75 {b['before']:.3f} -> {b['after']:.3f}, {b['diff']:+.3f} "
+                    f"[{b['ci_low']:+.3f}, {b['ci_high']:+.3f}] over {b['n_seeds']} GRPO seeds and "
+                    f"{b['n_tasks']} tasks"
+                )
+    for guard, b in claim["guards"].items():
+        lines.append(f"guard {guard}: {b['before']:.3f} -> {b['after']:.3f}, {b['diff']:+.3f}")
+    unmet = [name for name, ok in claim["criteria"].items() if not ok]
+    lines.append(
+        f"criteria met: {len(claim['criteria']) - len(unmet)} of {len(claim['criteria'])}"
+        + (f"; not met: {', '.join(unmet)}" if unmet else "")
+    )
+    return lines
+
+
 def _seed_of(name: str) -> str:
     """``test-seed2040`` -> ``2040``; ``grpo-seed1`` -> ``1``."""
     found = re.search(r"seed(\d+)$", name)
@@ -278,15 +303,9 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(f"claim: {exc}") from exc
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(dumps(claim, indent=1, sort_keys=True) + "\n")
-    inside = claim["in_template"]["greedy"] if claim["in_template"] else None
-    if inside:
-        print(
-            f"in-template greedy pass@0.75 {inside['before']:.3f} -> {inside['after']:.3f}, "
-            f"{inside['diff']:+.3f} [{inside['ci_low']:+.3f}, {inside['ci_high']:+.3f}] "
-            f"over {inside['n_seeds']} GRPO seeds and {inside['n_tasks']} tasks"
-        )
-    met = sum(claim["criteria"].values())
-    print(f"criteria met: {met} of {len(claim['criteria'])}; wrote {args.out}")
+    for line in criteria_lines(claim):
+        print(line)
+    print(f"wrote {args.out}")
 
 
 if __name__ == "__main__":
