@@ -39,13 +39,15 @@ if "google.colab" in sys.modules:
 # %% [markdown]
 # # 05 · Results: what GRPO added to the warm start, with confidence intervals
 #
-# Two results, in this order:
+# Three results, in this order:
 #
 # 1. **The shipped adapters** (`data/adapters/cpu-learn/`): the warm start and the GRPO adapter of the
 #    frozen `cpu-learn` recipe's full run, kept in the repository. Both are evaluated here on held-out tasks
 #    synthesized fresh from a seed that no run used for training, tuning or its test sets, so the gain this
 #    notebook shows is measured, not copied from a record. This is the tutorial's result.
-# 2. **Notebook 04's own run**: a short live run (a few GRPO steps on 2 cores). It shows that the pipeline
+# 2. **The claim** (`data/adapters/cpu-learn-rft/`, once shipped): one frozen warm start and the GRPO
+#    adapters of three training seeds, evaluated the same way; its number is the mean over the seeds.
+# 3. **Notebook 04's own run**: a short live run (a few GRPO steps on 2 cores). It shows that the pipeline
 #    runs and what its curves look like; it is too short to show a gain outside its confidence interval.
 #
 # Then both sides of the result on BFCL, and the kit's numbers beside the published ones.
@@ -72,7 +74,9 @@ if "google.colab" in sys.modules:
 #
 # `SHIPPED_ADAPTERS = None` takes the shipped `cpu-learn` pair (`data/adapters/cpu-learn`, or
 # `toolkit/data/adapters/cpu-learn` in an installed kit); `N_SHIPPED` held-out tasks from synth seed
-# `SHIPPED_SEED` (2028: the dev set is seed 1, the test sets 2026, 2027, 2031 and 2032). With
+# `SHIPPED_SEED` (2028: the dev set is seed 1, the test sets 2026, 2027, 2031 and 2032). The claim's
+# adapters (`CLAIM_ADAPTERS`, issue 49) on `N_CLAIM` tasks of each of `CLAIM_TEST_SEEDS` (the claim's own
+# test sets were seeds 3101 and 3102), greedy, plus `CLAIM_SAMPLES` sampled episodes a task. With
 # `TRAIN_RUN = None`, notebook 04's run from beside this notebook's output folder is read (`make demo` runs
 # 04, then 05); any `mcp-rl train --out DIR` folder works too. `SMOKE = True` (what CI injects) keeps the
 # budgets tiny: two tasks per suite and short generations, on the tiny model notebook 04 trained in smoke
@@ -86,6 +90,10 @@ N_SHIPPED = 200  # held-out tasks for the shipped pair (paired 95% CI about +-0.
 SHIPPED_SEED = 2028  # synth seed of those tasks: no run trains, tunes or tests on it
 SHIPPED_BACKEND = None  # None: the shipped recipe's (vllm, or cpu where vLLM is not installed)
 SHIPPED_RECORD = "../docs/cpu-proof/run25"  # the shipped run's published record (its learning curve)
+CLAIM_ADAPTERS = None  # a claim's `mcp-rl ship ROOT DEST --claim` folder; None: data/adapters/cpu-learn-rft
+CLAIM_TEST_SEEDS = [4101]  # synth seeds of the claim's fresh test sets: no run trains, tunes or tests on them
+N_CLAIM = 200  # tasks per test set (the claim itself used 2 x 300)
+CLAIM_SAMPLES = 0  # sampled episodes a task beside greedy (the claim used 4); 0: greedy only
 TRAIN_RUN = None  # a `mcp-rl train --out DIR` folder; None: notebook 04's run (../04_grpo_training/run)
 N_EVAL = (
     None  # held-out kit tasks when the run has no evaluation of its own (None: all of its held-out tasks)
@@ -265,6 +273,80 @@ if shipped is not None:
         )
     else:  # a pair shipped since issue 48 was graded by the commitment check when it was made
         print(grading.get("comparison") or "the comparisons above were graded by the commitment answer check")
+
+# %% [markdown]
+# ## The claim: three GRPO seeds against one frozen warm start
+#
+# One GRPO run can be a lucky seed. Issue 49's claim (`make reproduce-claim`, the protocol in
+# `docs/cpu-proof/README.md`) froze one warm start, trained the `cpu-learn-rft` recipe from it (a round of
+# rejection-sampling fine-tuning, then GRPO) with three training seeds, and `mcp-rl ship ROOT DEST --claim`
+# kept the warm start and every seed's adapter in `data/adapters/cpu-learn-rft`.
+#
+# Here they are evaluated afresh on test sets from seeds no run has used (`CLAIM_TEST_SEEDS`), with
+# `toolkit.train.claim_eval`, the code the claim itself ran; `mcp-rl eval-claim DEST OUT --test-seeds ...`
+# is the same from the command line. Each number is the **mean over the GRPO seeds** of GRPO - warm start,
+# paired by task, with its 95% bootstrap interval over tasks; apart for tasks of the templates trained on
+# (`in_template`) and of templates held out of training (`held_out_templates`). The guards say what a
+# higher pass rate must not have bought: fewer finished episodes, more calls per task, worse first calls,
+# or answering without the call a task needs.
+#
+# In smoke mode the smoke pair shipped above stands in: a claim of one GRPO seed, two tasks.
+
+# %%
+from toolkit.eval.claim import GROUPS, criteria_lines
+from toolkit.train.claim_eval import evaluate_shipped_claim
+
+claim_dir = Path(CLAIM_ADAPTERS) if CLAIM_ADAPTERS else shipped_folder("cpu-learn-rft")
+claim_shipped = None
+if SMOKE:
+    claim_shipped = shipped  # the smoke pair shipped above (None when notebook 04 has not run)
+    N_CLAIM, CLAIM_SAMPLES = 2, 2
+elif ShippedFolder(claim_dir).record_file.exists():
+    claim_shipped = load_shipped(claim_dir)
+else:
+    print(
+        f"no shipped claim in {claim_dir.resolve()}: `make reproduce-claim` makes one (hours on a CPU), then\n"
+        f"  mcp-rl ship runs/claim {claim_dir} --claim docs/cpu-proof/claim.json\n"
+        "ships it; this section is skipped"
+    )
+
+if claim_shipped is not None:
+    print(f"claim: {claim_shipped.folder}, sides {', '.join(claim_shipped.sides)}")
+    claim_out = out / "claim"
+    shutil.rmtree(claim_out, ignore_errors=True)  # test sets and evaluations made afresh each time
+    fresh = evaluate_shipped_claim(
+        claim_shipped, CLAIM_TEST_SEEDS, N_CLAIM, claim_out, CLAIM_SAMPLES, "cpu" if SMOKE else None
+    )
+    columns = ["before", "after", "diff", "ci_low", "ci_high", "n_tasks", "n_seeds"]
+    display(
+        pd.DataFrame(
+            {(group, way): fresh[group][way] for group in GROUPS if fresh[group] for way in ("greedy", "sampled")
+             if way in fresh[group]}
+        ).T.reindex(columns=columns).rename_axis(["tasks", "pass@0.75"]).round(3)
+    )  # fmt: skip
+    display(
+        pd.DataFrame({f"GRPO seed {s}": d for s, d in fresh["per_grpo_seed"].items()}).T.round(3)
+    )  # each seed's own greedy diff: the mean above is not one seed's luck
+    display(pd.DataFrame(fresh["guards"]).T.reindex(columns=columns[:5]).rename_axis("guard").round(3))
+    display(
+        pd.DataFrame({kind: b["greedy"] for kind, b in fresh["per_kind"].items()})
+        .T.reindex(columns=columns[:6])
+        .rename_axis("task kind")
+        .round(3)
+    )
+    print("\n".join(criteria_lines(fresh)))
+
+# %% [markdown]
+# What the claim recorded when it was made (`record.json` keeps its `claim.json`): the same tables on its
+# own test sets, seeds 3101 and 3102, 300 tasks each, greedy and 4 sampled episodes a task.
+
+# %%
+if claim_shipped is not None:
+    made = claim_shipped.record.get("claim")
+    if made:
+        print("\n".join(criteria_lines(made)))
+    else:
+        print(f"{claim_shipped.layout.record_file}: no claim recorded (a pair, or shipped without --claim)")
 
 # %% [markdown]
 # ## Notebook 04's run: a short live run
