@@ -72,7 +72,7 @@ def test_eval_claim_evaluates_every_adapter_on_fresh_test_sets_and_resumes(shipp
         assert len((evaluated / "samples.jsonl").read_text().splitlines()) == 4  # 2 tasks x 2 samples
     claim = json.loads((out / "claim.json").read_text())
     assert claim["test_seeds"] == ["4101"] and claim["grpo_seeds"] == [str(seed)]
-    assert claim["all"]["sampled"]["k"] == 2 and claim["shipped"]["folder"] == str(shipped)
+    assert claim["all"]["sampled"]["k"] == 2 and claim["shipped"]["folder"] == str(shipped.resolve())
     assert set(claim["criteria"]) and all(isinstance(v, bool) for v in claim["criteria"].values())
 
     # a second call finds every evaluation done: nothing is run again, the claim is the same
@@ -89,6 +89,10 @@ def test_eval_claim_evaluates_every_adapter_on_fresh_test_sets_and_resumes(shipp
     shutil.copytree(folder.evaluation(4101, "warm_start"), folder.evaluation(4101, "grpo-seed99"))
     assert main(cmd) == 1
     assert "holds evaluations of other adapters (grpo-seed99)" in capsys.readouterr().err
+    other = tmp_path / "other"  # another shipped folder's adapters under the same labels
+    shutil.copytree(shipped, other)
+    assert main(["eval-claim", str(other), *cmd[2:]]) == 1
+    assert "holds another shipped folder's evaluations: use a new folder" in capsys.readouterr().err
 
 
 def test_eval_claim_refuses_a_bad_command_line_before_any_work(shipped, tmp_path, capsys):

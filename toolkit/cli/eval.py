@@ -161,6 +161,7 @@ def _eval(args: argparse.Namespace) -> int:
 
 
 def _eval_claim(args: argparse.Namespace) -> int:
+    import json
     from pathlib import Path
 
     from toolkit.eval.claim import criteria_lines
@@ -173,7 +174,7 @@ def _eval_claim(args: argparse.Namespace) -> int:
     shipped = load_shipped(args.shipped)
     out = Path(args.out)
     claim = evaluate_shipped_claim(shipped, args.test_seeds, args.tasks, out, args.samples, args.backend)
-    claim["shipped"] = {"folder": str(shipped.folder), "record_sha256": shipped.record.get("sha256")}
+    claim["shipped"] = json.loads((out / "shipped.json").read_text())
     (out / "claim.json").write_text(dumps(claim, indent=1, sort_keys=True) + "\n")
     for line in criteria_lines(claim):
         print(line)

@@ -9,6 +9,7 @@ evaluate shipped ones (``mcp-rl ship``) on test sets of seeds no run has used, w
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -69,7 +70,7 @@ class ClaimEvaluator:
         log(f"sampled {label} -> {out} ({time.time() - started:.0f} s)")
 
 
-def test_set(recipe: Any, seed: int, n_tasks: int, root: Path) -> list[Task]:
+def claim_test_set(recipe: Any, seed: int, n_tasks: int, root: Path) -> list[Task]:
     """The test set of ``seed`` in ``root``: synthesized once from the recipe's synth settings (its eval
     split from that seed, less any task whose prompt the recipe trains on), then read back."""
     from toolkit.train.task_sources import held_out_set
@@ -103,7 +104,7 @@ def evaluate_test_sets(
         )
     claim = ClaimFolder(root)
     for seed in seeds:
-        tasks = test_set(recipe, seed, n_tasks, root)
+        tasks = claim_test_set(recipe, seed, n_tasks, root)
         evaluated = claim.evaluation(seed, WARM_START).parent
         others = sorted(p.name for p in evaluated.glob("*") if p.is_dir() and p.name not in adapters)
         if others:  # the claim reads every adapter folder of a test set
@@ -147,6 +148,16 @@ def evaluate_shipped_claim(
         raise ValueError(
             f"{root} holds other test sets ({', '.join(p.name for p in stale)}): use a new folder"
         )
+    # evaluations are kept across calls by adapter label: another shipped folder's under the same labels
+    # would be read as these adapters'
+    source = {"folder": str(Path(shipped.folder).resolve()), "sha256": shipped.record.get("sha256")}
+    source_file = root / "shipped.json"
+    if source_file.exists() and json.loads(source_file.read_text()) != source:
+        raise ValueError(
+            f"{source_file}: {root} holds another shipped folder's evaluations: use a new folder"
+        )
+    root.mkdir(parents=True, exist_ok=True)
+    source_file.write_text(json.dumps(source, indent=1) + "\n")
     evaluate_test_sets(
         recipe,
         shipped_claim_adapters(shipped),
