@@ -34,9 +34,10 @@ from typing import Any
 
 import numpy as np
 
-from bench.reproduce_claim import Evaluator, base_recipe, derived, say
+from bench.reproduce_claim import base_recipe, derived, say
 from toolkit.argtypes import positive_int
 from toolkit.records import Task, TaskResult, dumps, read_task_results, write_jsonl
+from toolkit.train.claim_eval import ClaimEvaluator
 
 SHIPPED_WARM_START = Path("data/adapters/cpu-learn/warm_start")
 
@@ -151,7 +152,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     summary = json.loads(run.summary_file.read_text())
 
     tasks = read_tasks(resolve_task_files(recipe, run.root)[1], "eval")[: args.dev_tasks]
-    evaluator = Evaluator(recipe, samples=1)
+    evaluator = ClaimEvaluator(recipe, samples=0)  # greedy only
     before = folder.before
     checked = None
     if args.before is not None:

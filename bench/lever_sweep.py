@@ -44,9 +44,10 @@ from typing import Any
 import numpy as np
 
 from bench.lever_rft import SHIPPED_WARM_START, difference, source_commit
-from bench.reproduce_claim import Evaluator, base_recipe, derived
+from bench.reproduce_claim import base_recipe, derived
 from toolkit.argtypes import positive_int
 from toolkit.records import dumps, read_jsonl, read_task_results
+from toolkit.train.claim_eval import ClaimEvaluator
 
 WARM = "warm"  # the arm that is the warm start itself
 STOPS = ("rft", "grpo")  # where an arm's run ends: after the RFT round, or the whole recipe
@@ -180,7 +181,7 @@ def run_arm(args: argparse.Namespace, name: str) -> None:
             say(f"{name}: trained", started)
         if not has_adapter(adapter):  # rft.if_none_kept: skip, say, kept no episode and made no round
             raise SystemExit(f"{name}: the run made no adapter at {adapter}; see {run.summary_file}")
-    evaluator = Evaluator(recipe, samples=args.sampled)
+    evaluator = ClaimEvaluator(recipe, samples=args.sampled)
     evaluator.greedy(adapter, name, tasks, folder.dev(name))
     if args.sampled:
         evaluator.sampled(adapter, name, tasks, folder.samples(name))

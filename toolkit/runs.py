@@ -313,6 +313,15 @@ class ClaimFolder:
     def test_tasks(self, seed: int) -> Path:
         return self.root / "tasks" / f"{seed_set_name(seed)}.jsonl"
 
+    def test_task_files(self) -> dict[int, Path]:
+        """The test sets written so far: seed -> task file."""
+        prefix = seed_set_name("")
+        return {
+            int(p.stem.removeprefix(prefix)): p
+            for p in sorted((self.root / "tasks").glob(f"{prefix}*.jsonl"))
+            if p.stem.removeprefix(prefix).isdigit()
+        }
+
     @property
     def test_synth(self) -> Path:
         """Where the test sets are synthesised (a run-like folder: its tasks/)."""

@@ -11,6 +11,7 @@ from toolkit.records import dumps
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     from toolkit.eval.suites import SUITES  # light: no model libraries
+    from toolkit.train.backends import recipe_backend_choices
 
     p = subparsers.add_parser(
         "eval",
@@ -80,7 +81,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Synthesize a test set per --test-seeds from the shipped recipe's synth settings (less "
         "any task it trains on), evaluate the warm start and every GRPO adapter of SHIPPED on each, greedy "
         "and (--samples K) K sampled episodes a task, into OUT, and write OUT/claim.json: the mean over the "
-        "GRPO seeds of GRPO - warm start, paired by task, with 95%% CIs and the guards "
+        "GRPO seeds of GRPO - warm start, paired by task, with 95% CIs and the guards "
         "(toolkit/train/claim_eval.py, toolkit/eval/claim.py). A stopped call goes on where it was.",
     )
     k.add_argument(
@@ -100,7 +101,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=0,
         help="sampled episodes per task at the recipe's temperature (0: greedy only; else at least 2)",
     )
-    k.add_argument("--backend", choices=("cpu", "vllm"), default=None, help="default: the recipe's")
+    k.add_argument(
+        "--backend", choices=recipe_backend_choices(), default=None, help="default: the shipped recipe's"
+    )
     k.set_defaults(func=_eval_claim)
 
     q = subparsers.add_parser(

@@ -37,7 +37,7 @@ class ClaimEvaluator:
         if self._backend is None:
             from toolkit.train.pipeline import choose_backend, make_backend
 
-            self._backend = make_backend(self.backend_name or choose_backend(self.recipe), self.recipe)
+            self._backend = make_backend(choose_backend(self.recipe, self.backend_name), self.recipe)
         return self._backend
 
     def greedy(self, adapter: Path, label: str, tasks: list[Task], folder: Path) -> None:
@@ -139,11 +139,7 @@ def evaluate_shipped_claim(
     GRPO seeds of GRPO - warm start, paired by task, with the guards."""
     recipe = shipped.recipe()
     root = Path(root)
-    stale = [
-        p
-        for p in (root / "tasks").glob("test-seed*.jsonl")
-        if int(p.stem.removeprefix("test-seed")) not in seeds
-    ]
+    stale = [p for seed, p in ClaimFolder(root).test_task_files().items() if seed not in seeds]
     if stale:  # read_root reads every test set in root: one of another call would join this claim
         raise ValueError(
             f"{root} holds other test sets ({', '.join(p.name for p in stale)}): use a new folder"
