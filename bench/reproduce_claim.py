@@ -169,7 +169,29 @@ def _train(recipe: dict[str, Any], out: str, kwargs: dict[str, Any]) -> None:
 
     quiet_libraries()  # a spawned process starts afresh: as the parent, before the libraries load
     name = recipe.pop("name", "custom")
-    run_recipe(recipe_from_dict(recipe, name=name), out, resume=True, **kwargs)
+    try:
+        run_recipe(recipe_from_dict(recipe, name=name), out, resume=True, **kwargs)
+    finally:
+        reap_children()
+
+
+def reap_children(timeout: float = 30.0) -> list[str]:
+    """Stop this process's multiprocessing children, naming each: a vLLM engine a run leaves running is a
+    non-daemon child, which multiprocessing joins at exit, so the stage would never end (GRPO seed 0 of
+    the claim sat idle 16 minutes after its last line so)."""
+    import multiprocessing
+
+    stopped = []
+    for child in multiprocessing.active_children():
+        stopped.append(f"{child.name} (pid {child.pid})")
+        child.terminate()
+        child.join(timeout)
+        if child.is_alive():
+            child.kill()
+            child.join(timeout)
+    if stopped:
+        say(f"stopped what the stage left running: {', '.join(stopped)}")
+    return stopped
 
 
 # ---- the stages ----------------------------------------------------------------------------------------

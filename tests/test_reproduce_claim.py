@@ -195,3 +195,23 @@ def test_a_recipe_warm_start_is_checked_before_any_stage(tmp_path):
         run_recipe(recipe, tmp_path / "run", backend="cpu")
     assert not (tmp_path / "run").exists()  # nothing written
     assert "warm_start" not in recipe_from_dict(TINY).to_dict()  # recipe.json as before the key
+
+
+def _sleep_forever() -> None:
+    import time
+
+    while True:
+        time.sleep(1)
+
+
+def test_a_stage_ends_when_its_run_leaves_a_child_process_running(capsys):
+    """Before: a GRPO stage's spawned process sat idle after its last line, multiprocessing joining the
+    vLLM engine the run had left running (a non-daemon child). The stage now stops such children, by name."""
+    import multiprocessing
+
+    child = multiprocessing.get_context("spawn").Process(target=_sleep_forever, name="engine-core")
+    child.start()
+    stopped = rc.reap_children(timeout=10)
+    assert stopped == [f"engine-core (pid {child.pid})"] and not child.is_alive()
+    assert "stopped what the stage left running: engine-core" in capsys.readouterr().out
+    assert rc.reap_children() == []
