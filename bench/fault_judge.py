@@ -52,7 +52,7 @@ def _item_ids(body: dict[str, Any]) -> list[str]:
 class FakeJudge:
     """A threaded HTTP server answering chat completions according to ``mode``; records request bodies."""
 
-    def __init__(self, mode: str, slow_s: float = 2.0):
+    def __init__(self, mode: str, slow_s: float = 4.0):
         self.mode = mode
         self.slow_s = slow_s
         self.requests: list[dict[str, Any]] = []
@@ -158,7 +158,7 @@ def judge_config(judge: FakeJudge, **overrides: Any) -> dict[str, Any]:
         "api_key_env": None,
         "max_retries": 2,
         "backoff": 0.01,
-        "timeout": 0.5,
+        "timeout": 1.5,  # above a loaded 2-core machine's reply time (0.5 s flaked beside a training run)
         "concurrency": 2,
     }
     config.update(overrides)
