@@ -77,7 +77,7 @@ FOLDERS = {"sft", "grpo", "adapter", "warm_start", "eval", "tasks"}  # as a path
 PREFIXES = ("checkpoint-", "test-seed")  # a checkpoint's or a test set's folder
 # Folders of other layouts that share a name with a run's part, each with what it is.
 OTHER_LAYOUTS = {
-    "toolkit/eval/claim.py": {"tasks", "eval", "test-seed*.jsonl"},  # a claim's root: tasks/, eval/<T>/
+    "toolkit/eval/claim.py": {"tasks"},  # its error names the folder of a claim's test sets
     "toolkit/eval/suites.py": {"tasks"},  # the kit's data folder, DATA_DIR / "tasks"
     "toolkit/study/comparisons.py": {"tasks"},  # the same data folder
     "toolkit/cli/synth.py": {"summary.json"},  # a task set's folder (mcp-rl synth --out)

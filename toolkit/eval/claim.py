@@ -42,6 +42,7 @@ import numpy as np
 
 from toolkit.eval.metrics import CONFIDENCE, N_BOOT, task_passed
 from toolkit.records import SampleRow, Task, TaskResult, dumps, read_jsonl, read_task_results
+from toolkit.runs import ClaimFolder
 
 GROUPS = ("in_template", "held_out_templates", "all")
 GUARDS = ("finish_rate", "calls_per_task", "first_call_well_formed", "no_call_when_needed")
@@ -262,13 +263,14 @@ def _seed_of(name: str) -> str:
 def read_root(root: Path) -> tuple[dict, dict, dict]:
     """The tasks, greedy results and samples of ``root``'s layout (module docstring)."""
     tasks, greedy, sampled = {}, {}, {}
-    task_files = sorted((root / "tasks").glob("test-seed*.jsonl"))
+    claim_folder = ClaimFolder(root)
+    task_files = claim_folder.test_task_files()
     if not task_files:
         raise ValueError(f"{root / 'tasks'}: no test-seed<T>.jsonl task files")
-    for task_file in task_files:
+    for seed, task_file in task_files.items():
         name = task_file.stem
         tasks[name] = read_jsonl(task_file, Task)
-        folder = root / "eval" / name
+        folder = claim_folder.evaluation(seed, WARM_START).parent
         adapters = sorted(p for p in folder.iterdir() if p.is_dir()) if folder.is_dir() else []
         if not adapters:
             raise ValueError(f"{folder}: no evaluated adapters")
