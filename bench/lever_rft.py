@@ -152,20 +152,20 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     summary = json.loads(run.summary_file.read_text())
 
     tasks = read_tasks(resolve_task_files(recipe, run.root)[1], "eval")[: args.dev_tasks]
-    evaluator = ClaimEvaluator(recipe, samples=0)  # greedy only
-    before = folder.before
-    checked = None
-    if args.before is not None:
-        if not (before / "results.jsonl").exists():
-            stored_before(args.before, tasks, before)
-        check = folder.check
-        evaluator.greedy(args.warm_start, "warm start (check)", spread(tasks, args.check_tasks), check)
-        checked = check_reproduces(before, check)
-        say(f"the stored warm-start results reproduce on {checked} of {checked} tasks evaluated again")
-    else:
-        evaluator.greedy(args.warm_start, "warm start", tasks, before)
-    after = folder.after("rft")
-    evaluator.greedy(run.rft_adapter, "rft", tasks, after)
+    with ClaimEvaluator(recipe, samples=0) as evaluator:  # greedy only
+        before = folder.before
+        checked = None
+        if args.before is not None:
+            if not (before / "results.jsonl").exists():
+                stored_before(args.before, tasks, before)
+            check = folder.check
+            evaluator.greedy(args.warm_start, "warm start (check)", spread(tasks, args.check_tasks), check)
+            checked = check_reproduces(before, check)
+            say(f"the stored warm-start results reproduce on {checked} of {checked} tasks evaluated again")
+        else:
+            evaluator.greedy(args.warm_start, "warm start", tasks, before)
+        after = folder.after("rft")
+        evaluator.greedy(run.rft_adapter, "rft", tasks, after)
 
     result = {
         "lever": "rft",

@@ -181,10 +181,10 @@ def run_arm(args: argparse.Namespace, name: str) -> None:
             say(f"{name}: trained", started)
         if not has_adapter(adapter):  # rft.if_none_kept: skip, say, kept no episode and made no round
             raise SystemExit(f"{name}: the run made no adapter at {adapter}; see {run.summary_file}")
-    evaluator = ClaimEvaluator(recipe, samples=args.sampled)
-    evaluator.greedy(adapter, name, tasks, folder.dev(name))
-    if args.sampled:
-        evaluator.sampled(adapter, name, tasks, folder.samples(name))
+    with ClaimEvaluator(recipe, samples=args.sampled) as evaluator:
+        evaluator.greedy(adapter, name, tasks, folder.dev(name))
+        if args.sampled:
+            evaluator.sampled(adapter, name, tasks, folder.samples(name))
     say(f"{name}: done")
 
 

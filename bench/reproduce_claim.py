@@ -178,7 +178,8 @@ def _train(recipe: dict[str, Any], out: str, kwargs: dict[str, Any]) -> None:
 def reap_children(timeout: float = 30.0) -> list[str]:
     """Stop this process's multiprocessing children, naming each: a vLLM engine a run leaves running is a
     non-daemon child, which multiprocessing joins at exit, so the stage would never end (GRPO seed 0 of
-    the claim sat idle 16 minutes after its last line so)."""
+    the claim sat idle 16 minutes after its last line so). ``run_recipe`` now closes the backend it made
+    (``TrainBackend.close``), so this finds nothing; it stays as the stage's guard, and says what it stops."""
     import multiprocessing
 
     stopped = []
@@ -306,13 +307,16 @@ def reproduce(args: argparse.Namespace) -> dict[str, Any]:
     recipe = base_recipe(args)
     if not recipe.sft:
         raise SystemExit(f"recipe {args.recipe}: the protocol needs an sft section (the warm start)")
-    evaluator = ClaimEvaluator(recipe, args.samples)
     started = time.time()
-    dev = warm_stage(root, recipe, args, evaluator)
-    sft_steps = freeze_stage(root, dev)
-    grpo = grpo_stage(root, recipe, args, sft_steps)
-    adapters = {WARM_START: ClaimFolder(root).warm_start, **{grpo_seed_name(s): a for s, a in grpo.items()}}
-    test_stage(root, recipe, args, evaluator, adapters)
+    with ClaimEvaluator(recipe, args.samples) as evaluator:
+        dev = warm_stage(root, recipe, args, evaluator)
+        sft_steps = freeze_stage(root, dev)
+        grpo = grpo_stage(root, recipe, args, sft_steps)
+        adapters = {
+            WARM_START: ClaimFolder(root).warm_start,
+            **{grpo_seed_name(s): a for s, a in grpo.items()},
+        }
+        test_stage(root, recipe, args, evaluator, adapters)
     claim = claim_stage(root, args.out)
     say("every stage done", started)
     return claim

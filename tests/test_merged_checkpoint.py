@@ -136,7 +136,9 @@ def test_a_recipe_asking_for_vllm_falls_back_to_cpu_where_vllm_is_missing(monkey
     chosen = []
     monkeypatch.setattr(pipeline, "vllm_installed", lambda: False)
     monkeypatch.setattr(
-        pipeline, "make_backend", lambda name, recipe: chosen.append(name) or SimpleNamespace()
+        pipeline,
+        "make_backend",
+        lambda name, recipe: chosen.append(name) or SimpleNamespace(close=lambda: None),
     )
     monkeypatch.setattr(pipeline, "run_stages", lambda *args, **kwargs: {})
     recipe = recipe_from_dict({"model": TINY_MODEL, "backend": "vllm", "reward": "rubric"}, "t")

@@ -289,3 +289,47 @@ def test_vllm_backend_syncs_a_new_lora_id_per_step_and_evaluates_adapters(tmp_pa
     assert on_cpu is started[0] and on_cpu.model == str(tmp_path / "merged") and on_cpu.name == "after"
     backend.release()
     assert on_cpu.closed
+
+
+ENGINE_CHILD = """
+import multiprocessing, sys
+
+def stage(model):
+    from toolkit.train.config import recipe_from_dict
+    from toolkit.train.vllm_backend import VLLMBackend
+
+    recipe = recipe_from_dict({"model": model, "reward": "rubric", "backend": "vllm", "dtype": "fp32"}, "t")
+    backend = VLLMBackend(recipe)
+    assert backend.engine[0] is not None  # the rollout engine, up for the run
+    backend.close()
+
+if __name__ == "__main__":
+    child = multiprocessing.get_context("spawn").Process(target=stage, args=(sys.argv[1],))
+    child.start()
+    child.join(timeout=float(sys.argv[2]))
+    if child.is_alive():
+        child.kill()
+        sys.exit("the stage's process did not end: its engine outlived the run")
+    sys.exit(child.exitcode)
+"""
+
+
+def test_a_spawned_stage_ends_once_its_backend_is_closed(checkpoint, tmp_path):
+    """Issue 49's claim runs each training stage in a spawned process; before ``close``, the vLLM
+    backend's rollout engine (a non-daemon child) outlived the run and the stage's process never ended."""
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    script = tmp_path / "stage.py"
+    script.write_text(ENGINE_CHILD)
+    done = subprocess.run(
+        [sys.executable, str(script), str(checkpoint), "240"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": str(root)},
+    )
+    assert done.returncode == 0, done.stderr[-3000:]

@@ -290,6 +290,13 @@ def engine_logprobs_mode(llm: Any) -> str | None:
     return None if mode is None else str(getattr(mode, "value", mode))
 
 
+def stop_engine(llm: Any) -> None:
+    """Shut down a ``vllm.LLM``'s engine core: its process, weights and KV cache."""
+    core = getattr(getattr(llm, "llm_engine", None), "engine_core", None)
+    if core is not None and hasattr(core, "shutdown"):
+        core.shutdown()
+
+
 class VLLMPolicy:
     """vLLM offline engine on token-id prompts (``{"prompt_token_ids": ids}``); logprobs of the sampled
     tokens come from ``SamplingParams(logprobs=0)``, in the engine's ``processed_logprobs`` mode
@@ -357,9 +364,7 @@ class VLLMPolicy:
         an engine handed in belongs to the caller."""
         if not self.owns_engine or self.llm is None:
             return
-        core = getattr(getattr(self.llm, "llm_engine", None), "engine_core", None)
-        if core is not None and hasattr(core, "shutdown"):
-            core.shutdown()
+        stop_engine(self.llm)
         self.llm = None
 
 

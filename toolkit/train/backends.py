@@ -9,7 +9,9 @@ held-out eval -> paired comparison, each resumable) once for every backend. A ba
 - **generation**: ``rollout_policy(trainer)``, the policy the kit's agent loop samples GRPO episodes
   from, and ``eval_policy(adapter)``, the one the held-out evaluation uses;
 - **weight sync**: ``rollout_policy`` is called once per generation batch and must generate with the
-  weights as they are after the last optimizer step (the LoRA being trained, never the base weights).
+  weights as they are after the last optimizer step (the LoRA being trained, never the base weights);
+- **lifetime**: ``release`` between stages, ``close`` when the run ends (an engine kept up for the run
+  is stopped there, so the process exits without waiting on it).
 
 Adding a backend is one class with these methods (a module of its own, beside
 ``toolkit.train.transformers_backend``, ``unsloth_backend``, ``vllm_backend`` and ``vllm_server_backend``)
@@ -88,3 +90,7 @@ class TrainBackend(Protocol):
 
     def release(self) -> None:
         """Free what the last stage loaded (the pipeline calls it between stages)."""
+
+    def close(self) -> None:
+        """Stop what the backend started for the run (an engine and its processes); ``run_recipe`` calls it
+        when the run ends, or fails, on a backend it made. A backend object handed in is its caller's."""

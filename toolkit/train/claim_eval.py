@@ -40,6 +40,18 @@ class ClaimEvaluator:
             self._backend = make_backend(choose_backend(self.recipe, self.backend_name), self.recipe)
         return self._backend
 
+    def close(self) -> None:
+        """Stop the backend's engine, if one was made (a later evaluation makes it again)."""
+        if self._backend is not None:
+            self._backend.close()
+            self._backend = None
+
+    def __enter__(self) -> ClaimEvaluator:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def greedy(self, adapter: Path, label: str, tasks: list[Task], folder: Path) -> None:
         """``mcp-rl eval``'s results of ``adapter`` in ``folder``; kept when done before."""
         from toolkit.train.run_eval import eval_loop_config, evaluate_adapter
@@ -154,12 +166,6 @@ def evaluate_shipped_claim(
         )
     root.mkdir(parents=True, exist_ok=True)
     source_file.write_text(json.dumps(source, indent=1) + "\n")
-    evaluate_test_sets(
-        recipe,
-        shipped_claim_adapters(shipped),
-        seeds,
-        n_tasks,
-        root,
-        ClaimEvaluator(recipe, samples, backend),
-    )
+    with ClaimEvaluator(recipe, samples, backend) as evaluator:
+        evaluate_test_sets(recipe, shipped_claim_adapters(shipped), seeds, n_tasks, root, evaluator)
     return compute_claim(*read_root(root))

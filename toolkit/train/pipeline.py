@@ -174,18 +174,24 @@ def run_recipe(
         if changes:
             record_recipe_change(out, changes)
         write_run_recipe(run, recipe)
-    return run_stages(
-        recipe,
-        out,
-        backend,
-        resume=resume,
-        evaluate=evaluate,
-        test=test,
-        curve=curve,
-        merge=merge,
-        report_to=report_to,
-        stop_after=stop_after,
-    )
+    try:
+        return run_stages(
+            recipe,
+            out,
+            backend,
+            resume=resume,
+            evaluate=evaluate,
+            test=test,
+            curve=curve,
+            merge=merge,
+            report_to=report_to,
+            stop_after=stop_after,
+        )
+    finally:
+        if (
+            chosen is not None
+        ):  # made here: its engine stops with the run (a backend handed in is the caller's)
+            backend.close()
 
 
 def run_stages(
@@ -239,9 +245,14 @@ def evaluate_pair(
     with the recipe's evaluation loop and backend, into ``out/before`` and ``out/after`` (each evaluated
     once: a folder with results is kept); returns the paired comparison of every metric (``compare``).
     What ``--test`` does for each test set."""
-    if backend is None or isinstance(backend, str):
+    made = backend is None or isinstance(backend, str)
+    if made:
         backend = make_backend(choose_backend(recipe, backend), recipe)
     loop = eval_loop_config(recipe)
-    evaluate_adapter(backend, before, "before", tasks, out / "before", loop)
-    evaluate_adapter(backend, after, "after", tasks, out / "after", loop)
+    try:
+        evaluate_adapter(backend, before, "before", tasks, out / "before", loop)
+        evaluate_adapter(backend, after, "after", tasks, out / "after", loop)
+    finally:
+        if made:
+            backend.close()
     return compare(out / "before", out / "after")

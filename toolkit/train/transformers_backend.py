@@ -83,3 +83,6 @@ class TransformersBackend:
 
     def release(self) -> None:
         gc.collect()
+
+    def close(self) -> None:
+        self.release()  # nothing outlives a stage here

@@ -404,6 +404,16 @@ class UnslothBackend:
     def release(self) -> None:
         gc.collect()  # the model stays loaded: every stage of this process uses it
 
+    def close(self) -> None:
+        """Stop the vLLM engine (Unsloth's ``fast_inference`` sets ``model.vllm_engine``) and drop the model:
+        both live for the run."""
+        from toolkit.agent.policies import stop_engine
+
+        if self.model is not None:
+            stop_engine(getattr(self.model, "vllm_engine", None))
+        self.model = self.tokenizer = None
+        gc.collect()
+
 
 class _BaseModelPolicy(UnslothGeneratePolicy):
     """Without vLLM, the base model: the same Unsloth generate with the LoRA layers disabled."""

@@ -131,12 +131,14 @@ class VLLMBackend(TransformersBackend):
     def __init__(self, recipe: Recipe, *, engine: tuple[Any, Any] | None = None):
         super().__init__(recipe)
         self._engine = engine
+        self._owns_engine = False  # an engine handed in is its caller's to stop
         self._sync: VLLMLoraSync | None = None
         self._eval: Any = None  # the engine serving a merged adapter for evaluation (CPU)
 
     @property
     def engine(self) -> tuple[Any, Any]:
         if self._engine is None:
+            self._owns_engine = True
             self._engine = start_engine(
                 self.recipe.model,
                 max_lora_rank=_vllm_rank(self.recipe),
@@ -178,6 +180,16 @@ class VLLMBackend(TransformersBackend):
             self._eval.close()
             self._eval = None
         super().release()
+
+    def close(self) -> None:
+        """Stop the rollout engine this backend started: its engine-core process is a non-daemon child,
+        and a process that exits with it still up waits on it (``multiprocessing``'s exit joins it)."""
+        from toolkit.agent.policies import stop_engine
+
+        self.release()
+        if self._owns_engine and self._engine is not None:
+            stop_engine(self._engine[0])
+        self._engine, self._sync, self._owns_engine = None, None, False
 
 
 def _engine_dtype(recipe: Recipe) -> dict[str, Any]:
