@@ -349,6 +349,27 @@ if claim_shipped is not None:
         print(f"{claim_shipped.layout.record_file}: no claim recorded (a pair, or shipped without --claim)")
 
 # %% [markdown]
+# The learning curves the claim's runs logged (`curves/` in the shipped folder, each run's `metrics.jsonl`):
+# the warm start's SFT loss and each seed's RFT round after it, then GRPO's sampled episodes step by step,
+# one line per seed and their mean. The per-step numbers are noisy (each step samples a few tasks); the
+# fresh evaluation above is the measure, the curves say how each seed got there.
+
+# %%
+if claim_shipped is not None:
+    if claim_shipped.curves:
+        for png in plots.plot_seed_curves(
+            {side.replace("_", " "): path for side, path in claim_shipped.curves.items()},
+            fig_dir,
+            "claim_curves",
+        ):
+            if png.suffix == ".png":
+                display(Image(filename=str(png)))
+    else:
+        print(
+            f"{claim_shipped.folder}: no training curves shipped (a pair, or a claim shipped before they were)"
+        )
+
+# %% [markdown]
 # ## Notebook 04's run: a short live run
 #
 # Notebook 04 trained its own policy in a few minutes: a warm start and a few GRPO steps, on 2 cores. Its

@@ -220,3 +220,27 @@ def test_a_bound_written_as_null_reads_back_as_nan(tmp_path):
     run = plots.load_run(folder)
     assert np.isnan(run.metric("coverage")["ci_low"]) and run.metric("nosuch") is None
     assert plots.plot_before_after([run, run], tmp_path / "fig")
+
+
+def test_seed_curves_draw_each_seed_and_their_mean(tmp_path, monkeypatch):
+    """A claim's curves: the warm start only on the loss panel, each GRPO seed on every panel, and on GRPO's
+    panels the seeds' mean over the steps both logged."""
+    warm = tmp_path / "warm.jsonl"
+    warm.write_text("".join(json.dumps({"step": s, "phase": "sft", "loss": 1.0 / s}) + "\n" for s in (1, 2)))
+    seeds = {}
+    for seed, answers in ((0, (0.2, 0.4, 0.6)), (1, (0.4, 0.8))):
+        rows = [{"step": 3, "phase": "rft", "phase_step": 1, "loss": 0.3}]
+        rows += [
+            {"step": 3 + i, "phase": "grpo", "phase_step": i, "episodes/answer_correct": a, "reward": a}
+            for i, a in enumerate(answers, start=1)
+        ]
+        seeds[f"grpo-seed{seed}"] = tmp_path / f"seed{seed}.jsonl"
+        seeds[f"grpo-seed{seed}"].write_text("".join(json.dumps(r) + "\n" for r in rows))
+    drawn = []
+    monkeypatch.setattr(plots, "save", lambda fig, out, name: drawn.append(fig) or [])
+    plots.plot_seed_curves({"warm_start": warm, **seeds}, tmp_path)
+    loss, answer = drawn[0].axes[:2]
+    assert [line.get_label() for line in loss.get_lines()] == ["warm_start", "grpo-seed0", "grpo-seed1"]
+    lines = {line.get_label(): line for line in answer.get_lines()}
+    assert list(lines) == ["grpo-seed0", "grpo-seed1", "mean"]
+    assert list(lines["mean"].get_xdata()) == [1, 2] and np.allclose(lines["mean"].get_ydata(), [0.3, 0.6])

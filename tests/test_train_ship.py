@@ -15,6 +15,7 @@ import torch
 from adapter_fakes import lora_adapter
 
 from toolkit.cli import build_parser
+from toolkit.eval import plots
 from toolkit.models import TINY_MODEL, load_policy
 from toolkit.train import ship
 
@@ -127,10 +128,16 @@ def claim_root(tmp_path_factory, run) -> Path:
     root = tmp_path_factory.mktemp("claim")
     (root / "protocol.json").write_text(json.dumps({"grpo_seeds": [0, 1], "recipe": "cpu-learn-rft"}))
     lora_adapter(root / "warm_start", 0)
+    (root / "warm_start.json").write_text(json.dumps({"sft_steps": 30}))
+    (root / "warm" / "sft-30").mkdir(parents=True)
+    (root / "warm" / "sft-30" / "metrics.jsonl").write_text('{"step": 1, "phase": "sft", "loss": 1.5}\n')
     for seed in (0, 1):
         lora_adapter(root / "grpo" / f"seed-{seed}" / "adapter", 10 + seed)
         recipe = {**json.loads((run / "recipe.json").read_text()), "name": "cpu-learn-rft", "seed": seed}
         (root / "grpo" / f"seed-{seed}" / "recipe.json").write_text(json.dumps(recipe))
+        (root / "grpo" / f"seed-{seed}" / "metrics.jsonl").write_text(
+            f'{{"step": 31, "phase": "grpo", "phase_step": 1, "reward": 0.{seed}}}\n'
+        )
     return root
 
 
@@ -142,6 +149,9 @@ def test_a_claims_warm_start_and_every_grpo_seed_ship_together(claim_root, tmp_p
 
     assert main(["ship", str(claim_root), str(dest), "--claim", str(claim_file)]) == 0
     assert sorted(p.relative_to(dest).as_posix() for p in dest.rglob("*") if p.is_file()) == [
+        "curves/grpo-seed0.jsonl",
+        "curves/grpo-seed1.jsonl",
+        "curves/warm_start.jsonl",
         "grpo-seed0/adapter_config.json",
         "grpo-seed0/adapter_model.safetensors",
         "grpo-seed1/adapter_config.json",
@@ -163,9 +173,15 @@ def test_a_claims_warm_start_and_every_grpo_seed_ship_together(claim_root, tmp_p
         _logits(source) - _logits(claim_root / "warm_start")
     ).abs().max() + 1e-3
     assert shipped.layout.grpo_seed(1) == dest / "grpo-seed1"
+    assert list(shipped.curves) == shipped.sides  # each side's training metrics, as its run wrote them
+    assert shipped.curves["grpo-seed1"].read_text() == (claim_root / "grpo/seed-1/metrics.jsonl").read_text()
+    plots.plot_seed_curves({s: path for s, path in shipped.curves.items()}, tmp_path / "figures")
     shipped_by = build_parser().parse_args(shlex.split(shipped.record["commands"]["ship"])[1:])
     assert Path(shipped_by.run) == claim_root and Path(shipped_by.claim) == claim_file
 
+    (dest / "curves" / "grpo-seed0.jsonl").unlink()
+    with pytest.raises(FileNotFoundError, match="curves/grpo-seed0.jsonl: missing"):
+        ship.load_shipped(dest)
     (dest / "grpo-seed1" / "adapter_model.safetensors").unlink()
     with pytest.raises(FileNotFoundError, match="grpo-seed1/adapter_model.safetensors: missing"):
         ship.load_shipped(dest)
@@ -181,6 +197,10 @@ def test_a_claim_with_a_seed_missing_ships_nothing_and_claim_needs_a_claim_root(
 
     broken = tmp_path / "claim"
     shutil.copytree(claim_root, broken)
+    (broken / "grpo" / "seed-0" / "metrics.jsonl").unlink()
+    dest = tmp_path / "shipped"
+    assert main(["ship", str(broken), str(dest)]) == 1
+    assert "training metrics missing" in capsys.readouterr().err and not dest.exists()
     (broken / "grpo" / "seed-1" / "adapter" / "adapter_config.json").unlink()
     dest = tmp_path / "shipped"
     assert main(["ship", str(broken), str(dest)]) == 1

@@ -272,6 +272,11 @@ class ShippedFolder:
         """A claim's GRPO adapter of one training seed."""
         return self.root / grpo_seed_name(seed)
 
+    def curve(self, side: str) -> Path:
+        """A claim's training metrics of one side (``warm_start``: its SFT; ``grpo-seed<S>``: the seed's RFT
+        round and GRPO), copied from the run's ``metrics.jsonl``."""
+        return self.root / "curves" / f"{self.side(side).name}.jsonl"
+
     @staticmethod
     def sources(run: RunFolder) -> dict[str, Path]:
         """Each shipped side's adapter in the run it comes from."""

@@ -25,7 +25,6 @@ REFERENCE_FILE = DATA_DIR / "reference_results.json"
 ATLAS_METRICS = ("coverage", "pass@0.50", "pass@0.75", "atlas_coverage", "finish_rate", "tool_failure_rate")
 PUBLISHED_METRICS = ("coverage", "pass@0.50", "pass@0.75")
 BFCL_METRICS = ("accuracy", "finish_rate", "tool_failure_rate")
-# Training-curve panels: (title, candidate keys in metrics.jsonl, first match wins).
 # Training-curve panels: (title, candidate keys in metrics.jsonl, first match wins). The kit's trainer
 # logs TRL's names (reward, reward_std, frac_reward_zero_std, completions/mean_length, kl) plus the
 # loop's episode metrics (episodes/...); the other names are accepted for hand-written files.
@@ -422,6 +421,59 @@ def plot_kind_diagnostics(
         ax.set_xlabel("step", fontsize=8)
     axes.flat[0].legend(fontsize=7)
     fig.tight_layout()
+    return save(fig, out_dir, name)
+
+
+# Seed-curve panels: (title, phases, key). The loss panel is the supervised phases (the warm start's SFT,
+# each seed's RFT round, against the run's step); the others are GRPO's sampled episodes against the GRPO
+# step, one point per optimizer step.
+SEED_PANELS = (
+    ("loss (SFT, then RFT)", ("sft", "rft"), "loss"),
+    ("answer correct (sampled)", ("grpo",), "episodes/answer_correct"),
+    ("reward", ("grpo",), "reward"),
+    ("tool calls / episode", ("grpo",), "episodes/tool_calls_mean"),
+    ("finish rate", ("grpo",), "episodes/finish_rate"),
+)
+
+
+def plot_seed_curves(
+    curves: dict[str, str | Path], out_dir: str | Path, name: str = "seed_curves"
+) -> list[Path]:
+    """Several runs' training curves side by side (label -> metrics.jsonl): a claim's warm start and each
+    GRPO seed, one line each, and on GRPO's panels the seeds' mean."""
+    rows = {label: read_metrics_jsonl(path) for label, path in curves.items()}
+    fig, axes = plt.subplots(1, len(SEED_PANELS), figsize=(3.3 * len(SEED_PANELS), 2.9), squeeze=False)
+    for ax, (title, phases, key) in zip(axes.flat, SEED_PANELS, strict=True):
+        on_grpo = phases == ("grpo",)
+        lines = {}
+        for i, (label, run) in enumerate(rows.items()):
+            pts = [
+                (r.phase_step if on_grpo else r.step, r.values[key])
+                for r in run
+                if r.phase in phases and r.values.get(key) is not None and (r.phase_step or not on_grpo)
+            ]
+            if not pts:
+                continue
+            x, y = np.array(pts, dtype=float).T
+            lines[label] = dict(zip(x, y, strict=True))
+            ax.plot(x, y, color=COLORS[i % len(COLORS)], lw=1.2, alpha=0.8, marker=".", ms=3, label=label)
+        if on_grpo and len(lines) > 1:  # the seed mean, over the steps every seed logged
+            common = sorted(set.intersection(*(set(line) for line in lines.values())))
+            ax.plot(
+                common,
+                [np.mean([line[x] for line in lines.values()]) for x in common],
+                "k",
+                lw=2.2,
+                label="mean",
+            )
+        ax.set_title(title, fontsize=9)
+        ax.set_xlabel("GRPO step" if on_grpo else "step", fontsize=8)
+    handles = {}  # one legend for the figure: every label once, wherever it was drawn
+    for ax in axes.flat:
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            handles.setdefault(label, handle)
+    fig.legend(handles.values(), handles.keys(), loc="center right", fontsize=8)
+    fig.tight_layout(rect=(0, 0, 0.9, 1))
     return save(fig, out_dir, name)
 
 

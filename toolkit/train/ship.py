@@ -86,6 +86,17 @@ class Shipped:
         return list(self.record.get("grpo_seeds") or [])
 
     @property
+    def curves(self) -> dict[str, Path]:
+        """A claim's training metrics by side (``warm_start``, ``grpo-seed<S>``), as shipped; empty for a
+        pair, or a claim shipped before they were."""
+        shipped = self.record.get("sha256") or {}
+        return {
+            s: self.layout.curve(s)
+            for s in self.sides
+            if self.layout.relative(self.layout.curve(s)) in shipped
+        }
+
+    @property
     def model(self) -> str:
         return self.record["model"]
 
@@ -106,7 +117,7 @@ def load_shipped(folder: str | Path) -> Shipped:
         shipped = Shipped(layout.root, json.loads(layout.record_file.read_text()))
     except json.JSONDecodeError as exc:
         raise ValueError(f"{layout.record_file}: not JSON ({exc.msg}, line {exc.lineno}); {hint}") from exc
-    for path in [layout.recipe_file, *shipped_adapter_files(layout, shipped.sides)]:
+    for path in [layout.recipe_file, *shipped_adapter_files(layout, shipped.sides), *shipped.curves.values()]:
         if not path.is_file():
             raise FileNotFoundError(f"{path}: missing; {hint}")
     return shipped
@@ -244,6 +255,14 @@ def ship_claim(root: str | Path, dest: str | Path, claim_file: str | Path | None
     }
     recipe_file = claim.grpo_run(seeds[0]).recipe_file
     _check_sources(sources, recipe_file, "a finished claim")
+    sft_steps = json.loads(claim.warm_start_record.read_text())["sft_steps"]
+    curves = {
+        "warm_start": claim.warm_run(sft_steps).metrics_file,
+        **{grpo_seed_name(s): claim.grpo_run(s).metrics_file for s in seeds},
+    }
+    missing = [str(path) for path in curves.values() if not path.is_file()]
+    if missing:
+        raise FileNotFoundError(f"a finished claim's training metrics missing: {', '.join(missing)}")
     about: dict[str, Any] = {"claim_root": str(claim.root), "grpo_seeds": seeds, "sides": list(sources)}
     claim_command = ""
     if claim_file is not None:
@@ -263,7 +282,7 @@ def ship_claim(root: str | Path, dest: str | Path, claim_file: str | Path | None
             f"{final.recipe_file} --suite kit-eval --tasks TASKS.jsonl --out OUT"
         ),
     }
-    return _ship(sources, recipe_file, recipe, dest, about, commands)
+    return _ship(sources, recipe_file, recipe, dest, about, commands, curves)
 
 
 def _ship(
@@ -273,9 +292,11 @@ def _ship(
     dest: Path,
     about: dict[str, Any],
     commands: dict[str, str],
+    curves: dict[str, Path] | None = None,
 ) -> Path:
     """Write every source adapter in bfloat16 into a staging folder, check each against its source's
-    logits, add the recipe (``recipe_file``, read as ``recipe``) and the record, then replace ``dest``."""
+    logits, add the recipe (``recipe_file``, read as ``recipe``), the training metrics (``curves``: side ->
+    metrics.jsonl) and the record, then replace ``dest``."""
     model = recipe["model"]
     tmp = dest.parent / f".{dest.name}.shipping"
     staged, final = ShippedFolder(tmp), ShippedFolder(dest)  # written into tmp, renamed to dest when checked
@@ -286,6 +307,9 @@ def _ship(
             write_bf16_adapter(src, staged.side(side), model)
             checks[side] = check_shipped(model, src, staged.side(side))
         shutil.copyfile(recipe_file, staged.recipe_file)
+        for side, src in (curves or {}).items():
+            staged.curve(side).parent.mkdir(exist_ok=True)
+            shutil.copyfile(src, staged.curve(side))
         record = {
             **about,
             "recipe": recipe.get("name"),
@@ -297,7 +321,10 @@ def _ship(
                 for side, src in sources.items()
                 for name in ADAPTER_FILES
             },
-            "sha256": {staged.relative(path): sha256(path) for path in shipped_files(staged, list(sources))},
+            "sha256": {
+                staged.relative(path): sha256(path)
+                for path in [*shipped_files(staged, list(sources)), *map(staged.curve, curves or {})]
+            },
             "logit_check": checks,
             "commands": commands,
         }
