@@ -440,7 +440,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--warm-start", type=Path, default=SHIPPED_WARM_START, help="the frozen warm start")
     parser.add_argument("--arm", action="append", default=[], metavar="NAME:KEY=VALUE,...", help="an arm")
     parser.add_argument("--dev-tasks", type=positive_int, default=None, help="only the first N dev tasks")
-    parser.add_argument("--sampled", type=int, default=0, help="K sampled episodes per dev task (0: none)")
+    parser.add_argument(
+        "--sampled", type=int, default=0, help="K sampled episodes per dev task (0: none; else at least 2)"
+    )
     parser.add_argument("--parallel", type=positive_int, default=1, help="arms at a time (1)")
     parser.add_argument(
         "--deadline", type=float, default=0.0, help="stop arms still running after S s (0: none)"
@@ -449,8 +451,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--only", default=None, help=argparse.SUPPRESS)  # one arm, in this process
     parser.add_argument("--verbose", action="store_true", help="show the libraries' logs and warnings")
     args = parser.parse_args(argv)
-    if args.sampled < 0:
-        parser.error("--sampled must be 0 or a positive integer")
+    if args.sampled < 0 or args.sampled == 1:  # one sample is no sampled pass rate (ClaimEvaluator)
+        parser.error("--sampled must be 0 (none) or at least 2")
     if args.deadline < 0:
         parser.error("--deadline must be 0 (none) or a positive number of seconds")
     from toolkit.train.quiet import quiet_libraries

@@ -239,3 +239,14 @@ def test_a_sweep_whose_warm_start_failed_writes_the_statuses_and_exits_1(tmp_pat
     assert lever_sweep.main([str(tmp_path / "root"), "--out", str(out), "--arm", "rft:stop=rft"]) == 1
     written = json.loads(out.read_text())
     assert written["status"] == statuses and written["arms"] == {} and written["seed_means"] == {}
+
+
+@pytest.mark.parametrize("sampled", ["-1", "1"])
+def test_a_sampled_count_that_is_no_sampled_pass_rate_is_refused_at_the_command_line(
+    tmp_path, sampled, capsys
+):
+    """Before: --sampled 1 passed the command line and each arm failed when its evaluation began."""
+    with pytest.raises(SystemExit) as exit_:
+        lever_sweep.main([str(tmp_path / "sweep"), "--out", str(tmp_path / "o.json"), "--sampled", sampled])
+    assert exit_.value.code == 2 and "--sampled must be 0 (none) or at least 2" in capsys.readouterr().err
+    assert not (tmp_path / "sweep").exists()
