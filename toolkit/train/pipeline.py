@@ -188,9 +188,8 @@ def run_recipe(
             stop_after=stop_after,
         )
     finally:
-        if (
-            chosen is not None
-        ):  # made here: its engine stops with the run (a backend handed in is the caller's)
+        # a backend made here stops its engine with the run; one handed in is the caller's
+        if chosen is not None:
             backend.close()
 
 

@@ -138,13 +138,13 @@ class VLLMBackend(TransformersBackend):
     @property
     def engine(self) -> tuple[Any, Any]:
         if self._engine is None:
-            self._owns_engine = True
             self._engine = start_engine(
                 self.recipe.model,
                 max_lora_rank=_vllm_rank(self.recipe),
                 **_engine_dtype(self.recipe),
                 **_engine_memory(self.recipe, on_cuda=not self._use_cpu),
             )
+            self._owns_engine = True
         return self._engine
 
     def grpo_config(self, out: Path, report_to: Any) -> Any:
