@@ -178,7 +178,7 @@ def _train(recipe: dict[str, Any], out: str, kwargs: dict[str, Any]) -> None:
 def reap_children(timeout: float = 30.0) -> list[str]:
     """Stop this process's multiprocessing children, naming each: a vLLM engine a run leaves running is a
     non-daemon child, which multiprocessing joins at exit, so the stage would never end (GRPO seed 0 of
-    the claim sat idle 16 minutes after its last line so). ``run_recipe`` now closes the backend it made
+    the claim sat idle 17 minutes after its last line so). ``run_recipe`` now closes the backend it made
     (``TrainBackend.close``), so this finds nothing; it stays as the stage's guard, and says what it stops."""
     import multiprocessing
 
