@@ -571,3 +571,40 @@ def test_episodes_without_a_call_are_kept_unless_turned_off(lookup_episodes):
     assert kept and "answer without calls" not in kept
     assert all(n_calls(eps[name]) > 0 for name in kept)
     assert keep.summary()["right"] == kept_names(task, eps, names, correct_by="answer")[1].summary()["right"]
+
+
+def test_a_task_whose_gold_makes_no_call_keeps_its_no_call_episodes_when_asked():
+    """``keep_no_call: false`` alone keeps nothing of an abstain (its right episodes make no call), so the
+    round teaches calling everywhere; ``keep_no_call_if_gold_has_none`` keeps them for such tasks only,
+    never for a task whose gold makes a call."""
+    from toolkit.records import CallRecord, GoldCall
+
+    abstain = Task(
+        id="a", split="train", prompt="p", servers=[], tools=[], seed=0, metadata={"kind": "abstain"}
+    )
+    lookup = Task(
+        id="l", split="train", prompt="q", servers=[], tools=[], seed=0, metadata={"kind": "lookup"}
+    )
+    lookup.gold = [GoldCall("get", {})]
+
+    def episode(task, calls):
+        msgs = [
+            {"role": "user", "content": task.prompt},
+            {"role": "assistant", "content": f"reply {len(calls)}"},
+        ]
+        return Trajectory(task_id=task.id, messages=msgs, calls=calls, stop_reason="no_tool_call")
+
+    call = [CallRecord(name="get", args={}, ok=True)]
+    trajs = [episode(abstain, []), episode(abstain, call), episode(lookup, []), episode(lookup, call)]
+    right = lambda task, traj: True  # noqa: E731 - every episode right: the keep rule alone decides
+
+    def kept(**settings):
+        copies = [Trajectory.from_dict(t.to_dict()) for t in trajs]
+        keep = keep_episodes([abstain, lookup], copies, 2, right, RftConfig(num_generations=2, **settings))
+        return [(t.task_id, len(t.calls)) for t in keep.kept]
+
+    assert kept() == [("a", 0), ("l", 0)]  # the default: the shortest right episode, calls or none
+    assert kept(keep_no_call=False) == [("a", 1), ("l", 1)]  # the abstain kept only by calling
+    assert kept(keep_no_call=False, keep_no_call_if_gold_has_none=True) == [("a", 0), ("l", 1)]
+    with pytest.raises(ValueError, match="keep_no_call_if_gold_has_none must be true or false"):
+        RftConfig(num_generations=2, keep_no_call_if_gold_has_none="yes").check()

@@ -75,6 +75,11 @@ class RftConfig:
     """Keep right episodes that made no tool call (abstains, clarifications); off: only episodes with a
     call are kept. The only no-call episodes the rounds in docs/cpu-proof kept were abstains, and after
     them the model answered tasks that need a call without one (the claim's ``no_call_when_needed``)."""
+    keep_no_call_if_gold_has_none: bool = False
+    """With ``keep_no_call`` off, still keep right no-call episodes of tasks whose gold makes no call
+    (abstains, clarifications). Without them the round keeps nothing of those tasks and teaches calling
+    everywhere: the claim's three GRPO seeds lost 12-18 of test seed 3101's 21 abstains
+    (docs/cpu-proof/README.md, "The claim"). Not measured on the dev set yet."""
     if_none_kept: str = "error"
     """No episode kept: ``error`` stops the run; ``skip`` says so and GRPO starts from the warm start."""
 
@@ -122,7 +127,7 @@ class RftConfig:
         ):
             if getattr(self, key) not in allowed:
                 raise ValueError(f"rft.{key} must be one of {', '.join(allowed)}, got {getattr(self, key)!r}")
-        for key in ("keep_failed_calls", "keep_no_call"):
+        for key in ("keep_failed_calls", "keep_no_call", "keep_no_call_if_gold_has_none"):
             if not isinstance(getattr(self, key), bool):
                 raise ValueError(f"rft.{key} must be true or false, got {getattr(self, key)!r}")
 
@@ -242,7 +247,8 @@ def keep_episodes(
 ) -> RftKeep:
     """The keep rule: of each task's ``n`` episodes (``trajs`` task by task, as ``rollout`` returns them),
     those that ended with a reply, made no failed call (unless ``config.keep_failed_calls``), made a call
-    (unless ``config.keep_no_call``, the default) and are ``right``; the shortest first
+    (unless ``config.keep_no_call``, the default, or the task's gold makes none and
+    ``config.keep_no_call_if_gold_has_none``) and are ``right``; the shortest first
     (``config.shortest_by``; ties: the earlier sample), an episode identical to one kept counting once,
     at most ``config.max_per_task``. A wrong episode is never kept. Each
     episode's ``metadata["rft"]`` says its sample index and whether it was right and kept."""
@@ -264,7 +270,11 @@ def keep_episodes(
             if (
                 is_right
                 and (config.keep_failed_calls or all(c.ok for c in traj.calls))
-                and (config.keep_no_call or n_calls(traj) > 0)
+                and (
+                    config.keep_no_call
+                    or n_calls(traj) > 0
+                    or (config.keep_no_call_if_gold_has_none and not task.gold)
+                )
             ):
                 eligible.append((length_key(traj, config.shortest_by), j, traj))
         seen: set[tuple[Any, ...]] = set()
