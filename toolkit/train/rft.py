@@ -79,7 +79,9 @@ class RftConfig:
     """With ``keep_no_call`` off, still keep right no-call episodes of tasks whose gold makes no call
     (abstains, clarifications). Without them the round keeps nothing of those tasks and teaches calling
     everywhere: the claim's three GRPO seeds lost 12-18 of test seed 3101's 21 abstains
-    (docs/cpu-proof/README.md, "The claim"). Not measured on the dev set yet."""
+    (docs/cpu-proof/README.md, "The claim"). On dev set 2 (one seed, "Dev set 2") it kept them (1 -> 6 of
+    10 against the rule without it) but brought back answers without a needed call (0.077 -> 0.157): off
+    in every shipped recipe."""
     if_none_kept: str = "error"
     """No episode kept: ``error`` stops the run; ``skip`` says so and GRPO starts from the warm start."""
 
