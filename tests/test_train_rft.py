@@ -5,6 +5,7 @@ stage's files, summary and resume, and a recipe without the section running as b
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -41,6 +42,9 @@ def recipe(**rft):
         ({"num_generations": 4, "if_none_kept": "warn"}, "rft.if_none_kept must be one of error, skip"),
         ({"num_generations": 4, "keep_failed_calls": "yes"}, "rft.keep_failed_calls must be true or false"),
         ({"num_generations": 4, "keep_no_call": "no"}, "rft.keep_no_call must be true or false"),
+        ({"num_generations": 4, "rounds": 0}, "rft.rounds must be a positive integer"),
+        ({"num_generations": 4, "rounds": True}, "rft.rounds must be a positive integer"),
+        ({"num_generations": 4, "rounds": "2"}, "rft.rounds must be a positive integer"),
     ],
 )
 def test_a_bad_rft_value_is_one_line_naming_the_key(section, message):
@@ -329,6 +333,45 @@ def test_a_round_that_keeps_nothing_stops_or_skips_as_the_recipe_says_and_reads_
         train_rft(other)
 
 
+def test_a_later_round_samples_with_the_last_rounds_adapter_on_its_own_seed_and_may_skip(
+    tmp_path, monkeypatch, lookup_episodes
+):
+    """``rft.rounds: 3``: round 1's adapter is found (resumed), round 2 samples with it, from the rollout
+    seed moved on by ROUND_SEED_STRIDE, into ``rft-2/``; it keeps nothing and skips, so round 3 never runs
+    and GRPO starts from round 1's adapter."""
+    import toolkit.agent.loop
+    from toolkit.runs import ADAPTER_MARKER
+    from toolkit.train.rft import ROUND_SEED_STRIDE
+    from toolkit.train.stages import train_rft
+
+    task, eps = lookup_episodes
+    seeds = []
+
+    def wrong_only(ts, policy, loop, n=1):
+        seeds.append(loop.seed)
+        return [Trajectory.from_dict(eps["wrong+short"].to_dict()) for _ in ts for _ in range(n)]
+
+    monkeypatch.setattr(toolkit.agent.loop, "rollout", wrong_only)
+    section = {"num_generations": 2, "max_tasks": 1, "rounds": 3, "if_none_kept": "skip"}
+    run = open_test_run(tmp_path, section, SamplesOnly(), resume=True)
+    run.loop = dataclasses.replace(run.loop, seed=7)
+    first = run.folder.rft_round(1)
+    assert first.path == run.folder.rft and first.adapter == run.folder.rft_adapter
+    first.adapter.mkdir(parents=True)
+    (first.adapter / ADAPTER_MARKER).write_text("{}")  # round 1 trained in an earlier session
+    run.summary["rft"] = {"steps": 4}
+    train_rft(run)
+    second = run.folder.rft_round(2)
+    assert second.path == tmp_path / "rft-2" and second.samples_file.exists()
+    assert run.backend.policies == [(first.adapter, "rft")]  # round 2 sampled with round 1's adapter
+    assert seeds == [7 + ROUND_SEED_STRIDE]  # one part, its seed the round's
+    assert run.summary["rft-2"]["skipped"] and run.summary["rft-2"]["sampled"] == 2
+    assert run.grpo_start == first.adapter and run.sft_steps == 4
+    assert not (tmp_path / "rft-3").exists()
+    with pytest.raises(ValueError, match="count from 1"):
+        run.folder.rft_round(0)
+
+
 def test_kept_episodes_that_fit_no_row_stop_the_round(tmp_path, monkeypatch, tok):
     """Right episodes all longer than the training's max_length leave nothing to train on: the round says
     so, rather than handing the trainer no rows."""
@@ -530,6 +573,47 @@ def test_a_recipe_with_rft_runs_sft_then_rft_stops_there_when_asked_and_resumes_
     records = [json.loads(line) for line in out.metrics_file.read_text().splitlines()]
     assert [rec["step"] for rec in records if rec["phase"] == "rft" and "loss" in rec] == [2]
     assert [rec["step"] for rec in records if rec["phase"] == "grpo" and "reward" in rec] == [3, 3]
+
+
+@pytest.mark.integration
+def test_two_rounds_each_fine_tune_the_last_and_grpo_starts_from_the_second(
+    tmp_path, gold_sampling_backend, capsys
+):
+    """``rft.rounds: 2``: round 2 samples with round 1's adapter and fine-tunes it into ``rft-2/adapter``,
+    its steps going on from round 1's; resumed, neither round runs again and GRPO starts from round 2's."""
+    import torch
+    from safetensors.torch import load_file
+
+    from toolkit.runs import RunFolder, has_adapter
+    from toolkit.train.pipeline import run_recipe
+
+    out = RunFolder(tmp_path / "run")
+    r = cfg.recipe_from_dict({**SMALL, "rft": {**SMALL["rft"], "rounds": 2}}, "small-rft-2")
+    backend = gold_sampling_backend(r)
+    summary = run_recipe(r, out.root, backend=backend, stop_after="rft")
+    second = out.rft_round(2)
+    assert backend.seen == [
+        ("rft", out.sft_adapter),
+        ("train", out.sft_adapter),
+        ("rft", out.rft_adapter),  # round 2 samples with round 1's adapter,
+        ("train", out.rft_adapter),  # and fine-tunes it further
+    ]
+    assert has_adapter(second.adapter) and second.samples_file.exists() and not second.sample_parts.exists()
+    assert summary["rft-2"]["sampled"] == 6 and summary["rft-2"]["steps"] == 1
+    assert "rft_s" in summary["timings_s"] and "rft-2_s" in summary["timings_s"]
+    one, two = (load_file(a / "adapter_model.safetensors") for a in (out.rft_adapter, second.adapter))
+    assert any(not torch.equal(one[k], two[k]) for k in one)
+    printed = capsys.readouterr().out
+    assert "RFT (round 2 of 2): sampling 3 train tasks x 2 with round 1's adapter" in printed
+    assert "RFT: fine-tuning round 1's adapter on 2 of its own episodes" in printed
+
+    backend.seen.clear()
+    full = run_recipe(r, out.root, resume=True, backend=backend)
+    assert backend.seen == [("train", second.adapter)]
+    assert full["rft-2"] == summary["rft-2"] and full["grpo_steps"] == 1
+    records = [json.loads(line) for line in out.metrics_file.read_text().splitlines()]
+    steps = [(rec["phase"], rec["step"]) for rec in records if "loss" in rec or "reward" in rec]
+    assert steps == [("sft", 1), ("rft", 2), ("rft", 3), ("grpo", 4)]
 
 
 def test_a_killed_round_goes_on_from_its_last_kept_part(tmp_path):

@@ -11,6 +11,8 @@ A run folder (``RunFolder``):
 - ``rft/``: the rejection-sampling round (recipe section ``rft``, off by default): ``samples.jsonl``
   (every episode it sampled; ``sample-parts/`` while it samples), its checkpoints, its adapter in
   ``rft/adapter/`` (GRPO starts from it)
+- ``rft-<k>/``: round k >= 2 of ``rft.rounds``, laid out as ``rft/`` (GRPO starts from the last round's
+  adapter)
 - ``grpo/``: TRL's output: ``checkpoint-N/``, the rollout log ``rollouts.jsonl``, the screened pool
   ``pool.jsonl``
 - ``adapter/``: the final LoRA adapter (``merged/``: the base model with it merged)
@@ -87,6 +89,27 @@ class TaskFolder:
 
 
 @dataclass(frozen=True)
+class RftRoundFolder:
+    """One RFT round's folder (``RunFolder.rft_round``): its trainer output (checkpoints), the sampled
+    episodes, its adapter."""
+
+    path: Path
+
+    @property
+    def samples_file(self) -> Path:
+        return self.path / "samples.jsonl"
+
+    @property
+    def sample_parts(self) -> Path:
+        """The round's episodes part by part while it samples (gone once ``samples.jsonl`` holds them)."""
+        return self.path / "sample-parts"
+
+    @property
+    def adapter(self) -> Path:
+        return self.path / "adapter"
+
+
+@dataclass(frozen=True)
 class RunFolder:
     """A training run's folder: every path of its layout (module docstring)."""
 
@@ -141,16 +164,22 @@ class RunFolder:
 
     @property
     def rft_samples_file(self) -> Path:
-        return self.rft / "samples.jsonl"
+        return self.rft_round(1).samples_file
 
     @property
     def rft_sample_parts(self) -> Path:
-        """The round's episodes part by part while it samples (gone once ``samples.jsonl`` holds them)."""
-        return self.rft / "sample-parts"
+        return self.rft_round(1).sample_parts
 
     @property
     def rft_adapter(self) -> Path:
-        return self.rft / "adapter"
+        """The first round's adapter (``rft_round(k).adapter`` for round k)."""
+        return self.rft_round(1).adapter
+
+    def rft_round(self, k: int) -> RftRoundFolder:
+        """Round ``k`` of ``rft.rounds`` (from 1): the first is ``rft/``, a later one ``rft-<k>/``."""
+        if k < 1:
+            raise ValueError(f"RFT rounds count from 1, got {k}")
+        return RftRoundFolder(self.rft if k == 1 else self.root / f"rft-{k}")
 
     @property
     def grpo(self) -> Path:

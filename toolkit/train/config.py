@@ -15,10 +15,10 @@ A recipe has these sections (each documented, with its source, in the recipe fil
   ``one_call_per_turn``, ``drop_unfit_gold``)
 - ``warm_start``: optional, an adapter folder made before the run that GRPO starts from instead of
   training one (the ``sft`` section then records how it was made)
-- ``rft``: optional, off by default: a round of rejection-sampling fine-tuning between the warm start
+- ``rft``: optional, off by default: rounds of rejection-sampling fine-tuning between the warm start
   and GRPO (``toolkit.train.rft``): the kit's keys (``RftConfig``: num_generations, temperature,
   max_tasks, max_per_task, correct_by, shortest_by, keep_failed_calls, keep_no_call,
-  keep_no_call_if_gold_has_none, if_none_kept)
+  keep_no_call_if_gold_has_none, if_none_kept, rounds)
   plus ``trl.SFTConfig`` fields for its training, over the ``sft`` section's (``rft_training_section``)
 - ``rollout``: the agent loop's ``RolloutConfig`` fields (turns, tokens per turn, context budget,
   tool-output truncation, temperature) plus ``first_turn_only``

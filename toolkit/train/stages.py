@@ -190,17 +190,41 @@ def evaluate_before(run: Run) -> None:
 
 
 def train_rft(run: Run) -> None:
-    """2b. The rejection-sampling round (recipe section ``rft``, ``toolkit.train.rft``; nothing when off):
+    """2b. The rejection-sampling rounds (recipe section ``rft``, ``toolkit.train.rft``; nothing when off):
     the first train tasks sampled with the warm start through GRPO's agent loop (``rft/samples.jsonl``),
     the right-and-short episodes kept, the warm-start adapter fine-tuned on them with the warm start's
-    masked SFT (loss on the model's own tokens) into ``rft/adapter``, which GRPO then starts from.
-    ``summary.json``'s ``rft``: per kind, the tasks and episodes sampled, right and kept, and the steps.
-    None kept: an error, or with ``if_none_kept: skip`` a line saying GRPO starts from the warm start."""
+    masked SFT (loss on the model's own tokens) into ``rft/adapter``; with ``rft.rounds`` > 1 each later
+    round samples with the previous round's adapter and fine-tunes it further (``rft-<k>/``). GRPO starts
+    from the last round's adapter. ``summary.json``'s ``rft`` (``rft-<k>`` for round k): per kind, the
+    tasks and episodes sampled, right and kept, and the steps. None kept: an error, or with
+    ``if_none_kept: skip`` a line saying GRPO starts from the previous adapter."""
+    from toolkit.train.rft import RftConfig
+
+    config = RftConfig.from_section(run.recipe.rft)
+    if not config.on:
+        return
+    start = run.warm
+    for k in range(1, config.rounds + 1):
+        adapter = train_rft_round(run, config, k, start)
+        if adapter is None:
+            return
+        run.rft_adapter = start = adapter
+
+
+def rft_round_names(k: int, before_label: str) -> tuple[str, str]:
+    """Round k's key in ``summary.json`` (and ``timings_s``) and the words for the adapter it starts from."""
+    if k == 1:
+        return "rft", f"the {before_label} adapter"
+    return f"rft-{k}", f"round {k - 1}'s adapter"
+
+
+def train_rft_round(run: Run, config: Any, k: int, start: Path | None) -> Path | None:
+    """Round ``k`` of the RFT rounds, from the ``start`` adapter (the warm start for the first); returns
+    its adapter, or None when it kept nothing and ``if_none_kept`` is ``skip``."""
     from toolkit.train.callbacks import MetricsJsonlCallback
     from toolkit.train.config import rft_training_recipe, rft_training_section
     from toolkit.train.prescreen import sample_tasks
     from toolkit.train.rft import (
-        RftConfig,
         keep_episodes,
         read_samples,
         rft_loop,
@@ -212,43 +236,42 @@ def train_rft(run: Run) -> None:
     )
     from toolkit.train.sft import episode_rows, run_sft, template_reproduces, training_template
 
-    config = RftConfig.from_section(run.recipe.rft)
-    if not config.on:
-        return
-    recipe, folder, backend = run.recipe, run.folder, run.backend
+    recipe, backend = run.recipe, run.backend
+    folder = run.folder.rft_round(k)
+    key, start_words = rft_round_names(k, run.before_label)
     training = rft_training_section(recipe)
-    if run.done(folder.rft_adapter / ADAPTER_MARKER):
-        run.rft_adapter = folder.rft_adapter
-        run.sft_steps += int((run.summary.get("rft") or {}).get("steps") or training.get("max_steps") or 0)
-        log(f"resume: RFT adapter found in {folder.rft_adapter}")
-        return
+    if run.done(folder.adapter / ADAPTER_MARKER):
+        run.sft_steps += int((run.summary.get(key) or {}).get("steps") or training.get("max_steps") or 0)
+        log(f"resume: RFT adapter found in {folder.adapter}")
+        return folder.adapter
     t0 = time.time()
-    tasks, loop, n = rft_tasks(run.tasks, config), rft_loop(run.loop, config), config.num_generations
-    samples = folder.rft_samples_file
+    tasks, loop, n = rft_tasks(run.tasks, config), rft_loop(run.loop, config, k), config.num_generations
+    samples = folder.samples_file
     if not is_main_process():  # the main process samples for every process: they train on the same rows
         wait_for(samples)
     if run.done(samples) or not is_main_process():
         trajs = read_samples(samples, tasks, n)
         log(f"resume: RFT samples read back from {samples}")
     else:
+        round_words = f" (round {k} of {config.rounds})" if config.rounds > 1 else ""
         log(
-            f"RFT: sampling {len(tasks)} train tasks x {n} with the {run.before_label} adapter at"
+            f"RFT{round_words}: sampling {len(tasks)} train tasks x {n} with {start_words} at"
             f" temperature {loop.temperature}"
         )
         trajs = sample_in_parts(
-            lambda part, part_loop: sample_tasks(backend, run.warm, "rft", part, part_loop, n),
+            lambda part, part_loop: sample_tasks(backend, start, "rft", part, part_loop, n),
             tasks,
             n,
             loop,
-            folder.rft_sample_parts,
+            folder.sample_parts,
             say=log,
         )
     keep = keep_episodes(tasks, trajs, n, right_check(config.correct_by), config)
     if is_main_process() and not samples.exists():
         write_samples(samples, trajs)
-        shutil.rmtree(folder.rft_sample_parts, ignore_errors=True)  # samples.jsonl holds them all now
+        shutil.rmtree(folder.sample_parts, ignore_errors=True)  # samples.jsonl holds them all now
     rows = episode_rows(keep.kept, max_length=training.get("max_length"))
-    run.summary["rft"] = {**keep.summary(), "examples": len(rows)}
+    run.summary[key] = {**keep.summary(), "examples": len(rows)}
     log(f"RFT {keep.line()}")
     if not rows:
         what = f"no episode of {keep.total('sampled')} sampled ({keep.total('right')} right) was kept"
@@ -259,38 +282,39 @@ def train_rft(run: Run) -> None:
                 f"RFT: {what}: nothing to fine-tune on (more rft.num_generations or rft.max_tasks, another"
                 " rft.correct_by, or rft.if_none_kept: skip to go on to GRPO from the warm start)"
             )
-        run.summary["rft"]["skipped"] = True
-        log(f"RFT: {what}; rft.if_none_kept is skip: GRPO starts from the warm start")
-        return
-    model, tokenizer = backend.grpo_model(run.warm)  # the warm-start adapter, trainable
+        run.summary[key]["skipped"] = True
+        goes_on = "the warm start" if k == 1 else start_words
+        log(f"RFT: {what}; rft.if_none_kept is skip: GRPO starts from {goes_on}")
+        return None
+    model, tokenizer = backend.grpo_model(start)  # the round's starting adapter, trainable
     template = training_template(tokenizer)
-    run.summary["rft"]["template_differs"] = sum(
+    run.summary[key]["template_differs"] = sum(
         not template_reproduces(t, tokenizer, template) for t in keep.kept
     )
+    whose = "the warm start" if k == 1 else start_words
     log(
-        f"RFT: fine-tuning the warm start on {len(rows)} of its own episodes"
-        f" ({len(keep.kept) - len(rows)} over max_length left out)"
+        f"RFT: fine-tuning {whose} on {len(rows)} of its own episodes ({len(keep.kept) - len(rows)} over max_length left out)"
     )
     with backend_recipe(backend, rft_training_recipe(recipe)):  # the round's SFTConfig settings
-        sft_config = backend.sft_config(folder.rft, run.report_to)
-    checkpoint = last_checkpoint(folder.rft) if run.resume else None
+        sft_config = backend.sft_config(folder.path, run.report_to)
+    checkpoint = last_checkpoint(folder.path) if run.resume else None
     trainer = run_sft(
         model,
         tokenizer,
         rows,
         sft_config,
-        None,  # the model carries the warm-start adapter, trained on
-        [MetricsJsonlCallback(folder.metrics_file, "rft", step_offset=run.sft_steps)],
+        None,  # the model carries the starting adapter, trained on
+        [MetricsJsonlCallback(run.folder.metrics_file, "rft", step_offset=run.sft_steps)],
         resume_from_checkpoint=checkpoint,
         phase="rft",
     )
-    trainer.save_model(str(folder.rft_adapter))
-    run.summary["rft"]["steps"] = trainer.state.global_step
+    trainer.save_model(str(folder.adapter))
+    run.summary[key]["steps"] = trainer.state.global_step
     run.sft_steps += trainer.state.global_step
-    run.rft_adapter = folder.rft_adapter
-    run.timings["rft_s"] = time.time() - t0
+    run.timings[f"{key}_s"] = time.time() - t0
     del trainer, model
     backend.release()
+    return folder.adapter
 
 
 @contextmanager
