@@ -161,6 +161,7 @@ def run_arm(args: argparse.Namespace, name: str) -> None:
     """Train the arm (unless ``warm`` or done) and evaluate its adapter on the dev set."""
     from toolkit.runs import SweepFolder, has_adapter
     from toolkit.train.pipeline import run_recipe, set_threads
+    from toolkit.train.rft import last_round_adapter
 
     set_threads(None)  # $MCP_RL_THREADS: several arms share the machine's cores
     folder = SweepFolder(args.root)
@@ -172,7 +173,7 @@ def run_arm(args: argparse.Namespace, name: str) -> None:
         adapter = args.warm_start
     else:
         run = folder.run(name)
-        adapter = run.rft_adapter if arm.stop == "rft" else run.adapter
+        adapter = last_round_adapter(run, recipe.rft) if arm.stop == "rft" else run.adapter
         if not has_adapter(adapter):
             started = time.time()
             say(f"{name}: training ({arm.stop} last) into {run.root}")
@@ -360,6 +361,7 @@ def compare(args: argparse.Namespace, names: list[str], status: dict[str, str]) 
             "stop": arm.stop,
             "overrides": arm.overrides,
             "rft": summary.get("rft") or {},
+            **{key: value for key, value in summary.items() if key.startswith("rft-")},  # later rounds
             "timings_s": summary.get("timings_s"),
             **difference(tasks, before, read_task_results(folder.dev(name) / "results.jsonl")),
             "sampled": sampled_block(tasks, folder.samples(WARM), folder.samples(name)),

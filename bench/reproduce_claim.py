@@ -356,6 +356,7 @@ def _evaluated(folder: Path) -> str:
 def status(root: Path) -> list[str]:
     """Where a run of the protocol stands, stage by stage, read from ROOT alone (nothing runs)."""
     from toolkit.runs import has_adapter
+    from toolkit.train.rft import RftConfig
 
     claim = ClaimFolder(root)
     if not claim.protocol_file.is_file():
@@ -388,17 +389,17 @@ def status(root: Path) -> list[str]:
             lines.append(f"GRPO seed {seed}: not started")
             continue
         parts = []
-        if settings.get("rft"):
-            if has_adapter(run.rft_adapter):
-                parts.append("RFT round done")
-            else:
-                sampled = (
-                    len(list(run.rft_sample_parts.glob("*.jsonl"))) if run.rft_sample_parts.is_dir() else 0
-                )
-                parts.append(
-                    f"RFT round: {sampled} sample parts"
-                    + (", sampled" if run.rft_samples_file.is_file() else "")
-                )
+        rounds = RftConfig.from_section(settings.get("rft")).rounds if settings.get("rft") else 0
+        for k in range(1, rounds + 1):
+            name, one = ("RFT round" if rounds == 1 else f"RFT round {k}"), run.rft_round(k)
+            if has_adapter(one.adapter):
+                parts.append(f"{name} done")
+                continue
+            sampled = len(list(one.sample_parts.glob("*.jsonl"))) if one.sample_parts.is_dir() else 0
+            parts.append(
+                f"{name}: {sampled} sample parts" + (", sampled" if one.samples_file.is_file() else "")
+            )
+            break  # a later round cannot have started
         parts.append(f"GRPO {_training(grpo_steps, run.adapter, run.grpo)}")
         lines.append(f"GRPO seed {seed}: " + "; ".join(parts))
     labels = [WARM_START, *(grpo_seed_name(s) for s in p["grpo_seeds"])]

@@ -96,6 +96,25 @@ def test_status_reads_where_a_stopped_run_stands_and_runs_nothing(tmp_path):
     assert sorted(p.name for p in root.iterdir()) == ["eval", "grpo", "protocol.json", "tasks", "warm"]
 
 
+def test_status_names_each_rft_round_of_a_recipe_with_rounds(tmp_path):
+    """``rft.rounds: 2``: the first round done, the second stopped while it sampled."""
+    from toolkit.runs import ADAPTER_MARKER
+
+    root = tmp_path / "claim"
+    args = argparse.Namespace(
+        recipe="cpu-learn-rft", sft_lengths=[30], grpo_seeds=[0], test_seeds=[3101], test_tasks=300,
+        samples=4, dev_tasks=None, set=["rft.rounds=2"],
+    )  # fmt: skip
+    rc.open_root(root, rc.protocol(args))
+    seed = root / "grpo" / "seed-0"
+    (seed / "rft" / "adapter").mkdir(parents=True)
+    (seed / "rft" / "adapter" / ADAPTER_MARKER).write_text("{}")
+    (seed / "rft-2" / "sample-parts").mkdir(parents=True)
+    (seed / "rft-2" / "sample-parts" / "part-0000.jsonl").write_text("")
+    lines = rc.status(root)
+    assert "GRPO seed 0: RFT round 1 done; RFT round 2: 1 sample parts; GRPO not started" in lines, lines
+
+
 def test_bad_protocol_values_are_refused_before_anything_runs(tmp_path):
     for flag in (["--grpo-seeds", "0,0"], ["--sft-lengths", "x"], ["--samples", "1"], ["--test-tasks", "0"]):
         done = subprocess.run(

@@ -89,8 +89,8 @@ class RftConfig:
     """Rounds of sampling and fine-tuning. Round k >= 2 samples the same tasks with round k-1's adapter
     (the rollout seed + ``ROUND_SEED_STRIDE`` x (k-1), so it does not replay the first round's random
     stream), keeps by the same rules, and fine-tunes that adapter further into ``rft-<k>/adapter``; GRPO
-    starts from the last round's. The model's right episodes grow from round to round (dev set 2, seed 0,
-    docs/cpu-proof/README.md "A second round": 357 -> 407 right of 640)."""
+    starts from the last round's. Measured on dev set 2 (docs/cpu-proof/README.md, "Second rounds"): a
+    second round added where the rounds keep the abstains, not where they keep no no-call episode."""
 
     @property
     def on(self) -> bool:
@@ -307,9 +307,14 @@ def rft_tasks(tasks: Sequence[Task], config: RftConfig) -> list[Task]:
     return list(tasks[: config.max_tasks] if config.max_tasks else tasks)
 
 
-ROUND_SEED_STRIDE = (
-    100  # round k samples from rollout seed + 100 (k-1): its parts' seeds (seed + part) stay apart
-)
+def last_round_adapter(folder: Any, section: dict[str, Any] | None) -> Path:
+    """Where a run folder's (``toolkit.runs.RunFolder``) last RFT round of the recipe's ``rft`` section
+    leaves its adapter: what GRPO starts from, and what a run stopped after the rounds made."""
+    return folder.rft_round(RftConfig.from_section(section).rounds).adapter
+
+
+# round k samples from the rollout seed + 100 (k-1): its parts' seeds (seed + part) stay apart
+ROUND_SEED_STRIDE = 100
 
 
 def rft_loop(loop: Any, config: RftConfig, round_k: int = 1) -> Any:
