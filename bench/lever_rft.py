@@ -131,6 +131,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     from toolkit.runs import LeverFolder, has_adapter
     from toolkit.train.device import machine_line, probe
     from toolkit.train.pipeline import run_recipe
+    from toolkit.train.rft import last_round_adapter
     from toolkit.train.task_sources import read_tasks, resolve_task_files
 
     root: Path = args.root
@@ -145,7 +146,8 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     )
     folder = LeverFolder(root)
     run = folder.run
-    if not has_adapter(run.rft_adapter):
+    adapter = last_round_adapter(run, recipe.rft)  # with --set rft.rounds=N, the last round's
+    if not has_adapter(adapter):
         say(f"RFT round from {args.warm_start} into {run.root}")
         run_recipe(recipe, run.root, resume=run.recipe_file.exists(), stop_after="rft")
         say("RFT round done", started)
@@ -165,7 +167,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         else:
             evaluator.greedy(args.warm_start, "warm start", tasks, before)
         after = folder.after("rft")
-        evaluator.greedy(run.rft_adapter, "rft", tasks, after)
+        evaluator.greedy(adapter, "rft", tasks, after)
 
     result = {
         "lever": "rft",
@@ -180,6 +182,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         "before": str(args.before) if args.before else "evaluated here",
         "before_checked_tasks": checked,
         "rft": summary.get("rft") or {},
+        **{key: value for key, value in summary.items() if key.startswith("rft-")},  # later rounds
         "timings_s": summary.get("timings_s"),
         **difference(
             tasks, read_task_results(before / "results.jsonl"), read_task_results(after / "results.jsonl")
