@@ -334,7 +334,7 @@ def test_a_round_that_keeps_nothing_stops_or_skips_as_the_recipe_says_and_reads_
 
 
 def test_a_later_round_samples_with_the_last_rounds_adapter_on_its_own_seed_and_may_skip(
-    tmp_path, monkeypatch, lookup_episodes
+    tmp_path, monkeypatch, lookup_episodes, capsys
 ):
     """``rft.rounds: 3``: round 1's adapter is found (resumed), round 2 samples with it, from the rollout
     seed moved on by ROUND_SEED_STRIDE, into ``rft-2/``; it keeps nothing and skips, so round 3 never runs
@@ -368,6 +368,9 @@ def test_a_later_round_samples_with_the_last_rounds_adapter_on_its_own_seed_and_
     assert run.summary["rft-2"]["skipped"] and run.summary["rft-2"]["sampled"] == 2
     assert run.grpo_start == first.adapter and run.sft_steps == 4
     assert not (tmp_path / "rft-3").exists()
+    printed = capsys.readouterr().out
+    assert "RFT (round 2 of 3): sampling 1 train tasks x 2 with round 1's adapter" in printed
+    assert "rft.if_none_kept is skip: GRPO starts from round 1's adapter" in printed
     with pytest.raises(ValueError, match="count from 1"):
         run.folder.rft_round(0)
 

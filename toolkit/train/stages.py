@@ -239,6 +239,7 @@ def train_rft_round(run: Run, config: Any, k: int, start: Path | None) -> Path |
     recipe, backend = run.recipe, run.backend
     folder = run.folder.rft_round(k)
     key, start_words = rft_round_names(k, run.before_label)
+    start_name = "the warm start" if k == 1 else start_words
     training = rft_training_section(recipe)
     if run.done(folder.adapter / ADAPTER_MARKER):
         run.sft_steps += int((run.summary.get(key) or {}).get("steps") or training.get("max_steps") or 0)
@@ -280,20 +281,18 @@ def train_rft_round(run: Run, config: Any, k: int, start: Path | None) -> Path |
         if config.if_none_kept == "error":
             raise ValueError(
                 f"RFT: {what}: nothing to fine-tune on (more rft.num_generations or rft.max_tasks, another"
-                " rft.correct_by, or rft.if_none_kept: skip to go on to GRPO from the warm start)"
+                f" rft.correct_by, or rft.if_none_kept: skip to go on to GRPO from {start_name})"
             )
         run.summary[key]["skipped"] = True
-        goes_on = "the warm start" if k == 1 else start_words
-        log(f"RFT: {what}; rft.if_none_kept is skip: GRPO starts from {goes_on}")
+        log(f"RFT: {what}; rft.if_none_kept is skip: GRPO starts from {start_name}")
         return None
     model, tokenizer = backend.grpo_model(start)  # the round's starting adapter, trainable
     template = training_template(tokenizer)
     run.summary[key]["template_differs"] = sum(
         not template_reproduces(t, tokenizer, template) for t in keep.kept
     )
-    whose = "the warm start" if k == 1 else start_words
     log(
-        f"RFT: fine-tuning {whose} on {len(rows)} of its own episodes ({len(keep.kept) - len(rows)} over max_length left out)"
+        f"RFT: fine-tuning {start_name} on {len(rows)} of its own episodes ({len(keep.kept) - len(rows)} over max_length left out)"
     )
     with backend_recipe(backend, rft_training_recipe(recipe)):  # the round's SFTConfig settings
         sft_config = backend.sft_config(folder.path, run.report_to)
