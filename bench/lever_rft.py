@@ -131,7 +131,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     from toolkit.runs import LeverFolder, has_adapter
     from toolkit.train.device import machine_line, probe
     from toolkit.train.pipeline import run_recipe
-    from toolkit.train.rft import last_round_adapter
+    from toolkit.train.rft import last_round_adapter, round_summaries
     from toolkit.train.task_sources import read_tasks, resolve_task_files
 
     root: Path = args.root
@@ -181,8 +181,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         "dev_tasks": len(tasks),
         "before": str(args.before) if args.before else "evaluated here",
         "before_checked_tasks": checked,
-        "rft": summary.get("rft") or {},
-        **{key: value for key, value in summary.items() if key.startswith("rft-")},  # later rounds
+        **round_summaries(summary),
         "timings_s": summary.get("timings_s"),
         **difference(
             tasks, read_task_results(before / "results.jsonl"), read_task_results(after / "results.jsonl")

@@ -329,6 +329,7 @@ def sampled_block(tasks: list, before: Path, after: Path) -> dict[str, Any] | No
 def compare(args: argparse.Namespace, names: list[str], status: dict[str, str]) -> dict[str, Any]:
     from toolkit.runs import EVAL_MARKER, SweepFolder
     from toolkit.train.device import machine_line, probe
+    from toolkit.train.rft import round_summaries
 
     folder = SweepFolder(args.root)
     tasks = dev_tasks(args, arm_recipe(args, None))
@@ -360,8 +361,7 @@ def compare(args: argparse.Namespace, names: list[str], status: dict[str, str]) 
         out["arms"][name] = {
             "stop": arm.stop,
             "overrides": arm.overrides,
-            "rft": summary.get("rft") or {},
-            **{key: value for key, value in summary.items() if key.startswith("rft-")},  # later rounds
+            **round_summaries(summary),
             "timings_s": summary.get("timings_s"),
             **difference(tasks, before, read_task_results(folder.dev(name) / "results.jsonl")),
             "sampled": sampled_block(tasks, folder.samples(WARM), folder.samples(name)),

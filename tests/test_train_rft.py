@@ -609,6 +609,7 @@ def test_two_rounds_each_fine_tune_the_last_and_grpo_starts_from_the_second(
     printed = capsys.readouterr().out
     assert "RFT (round 2 of 2): sampling 3 train tasks x 2 with round 1's adapter" in printed
     assert "RFT: fine-tuning round 1's adapter on 2 of its own episodes" in printed
+    assert f"adapter: {second.adapter} (warm start: {out.sft_adapter})\n" in printed  # the run's, stopped
 
     backend.seen.clear()
     full = run_recipe(r, out.root, resume=True, backend=backend)

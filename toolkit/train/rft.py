@@ -313,6 +313,11 @@ def last_round_adapter(folder: Any, section: dict[str, Any] | None) -> Path:
     return folder.rft_round(RftConfig.from_section(section).rounds).adapter
 
 
+def round_summaries(summary: dict[str, Any]) -> dict[str, Any]:
+    """A run summary's RFT rounds: ``rft`` (the first, ``{}`` without one) and ``rft-<k>`` for each later."""
+    return {"rft": summary.get("rft") or {}, **{k: v for k, v in summary.items() if k.startswith("rft-")}}
+
+
 # round k samples from the rollout seed + 100 (k-1): its parts' seeds (seed + part) stay apart
 ROUND_SEED_STRIDE = 100
 

@@ -211,11 +211,12 @@ def train_rft(run: Run) -> None:
         run.rft_adapter = start = adapter
 
 
-def rft_round_names(k: int, before_label: str) -> tuple[str, str]:
-    """Round k's key in ``summary.json`` (and ``timings_s``) and the words for the adapter it starts from."""
+def rft_round_names(k: int, before_label: str) -> tuple[str, str, str]:
+    """Round k's key in ``summary.json`` (and ``timings_s``), and the words for the adapter it starts
+    from: as the sampling line names it, and as the fine-tuning and skip lines do."""
     if k == 1:
-        return "rft", f"the {before_label} adapter"
-    return f"rft-{k}", f"round {k - 1}'s adapter"
+        return "rft", f"the {before_label} adapter", "the warm start"
+    return f"rft-{k}", f"round {k - 1}'s adapter", f"round {k - 1}'s adapter"
 
 
 def train_rft_round(run: Run, config: Any, k: int, start: Path | None) -> Path | None:
@@ -238,8 +239,7 @@ def train_rft_round(run: Run, config: Any, k: int, start: Path | None) -> Path |
 
     recipe, backend = run.recipe, run.backend
     folder = run.folder.rft_round(k)
-    key, start_words = rft_round_names(k, run.before_label)
-    start_name = "the warm start" if k == 1 else start_words
+    key, start_words, start_name = rft_round_names(k, run.before_label)
     training = rft_training_section(recipe)
     if run.done(folder.adapter / ADAPTER_MARKER):
         run.sft_steps += int((run.summary.get(key) or {}).get("steps") or training.get("max_steps") or 0)
@@ -488,16 +488,18 @@ def closing_lines(
 ) -> list[str]:
     """Where the run's adapter and records are, and the command that evaluates the adapter on its own
     (``mcp-rl eval`` with the run's recipe, so it prompts and decodes as the run's evaluation does)."""
-    adapter = folder.adapter
-    if not has_adapter(adapter) and has_adapter(folder.rft_adapter):  # stopped after the RFT round
-        adapter = folder.rft_adapter
+    from toolkit.train.rft import last_round_adapter
+
+    adapter, rft_adapter = folder.adapter, last_round_adapter(folder, recipe.rft)
+    if not has_adapter(adapter) and has_adapter(rft_adapter):  # stopped after the RFT rounds
+        adapter = rft_adapter
     elif not has_adapter(adapter) and has_adapter(folder.sft_adapter):  # stopped after the warm start
         adapter = folder.sft_adapter
     where = f"adapter: {adapter}"
     if recipe.sft is not None and adapter != folder.sft_adapter:
         where += f" (warm start: {folder.sft_adapter})"
-    if has_adapter(folder.rft_adapter) and adapter != folder.rft_adapter:
-        where += f" (RFT round: {folder.rft_adapter})"
+    if has_adapter(rft_adapter) and adapter != rft_adapter:
+        where += f" (RFT round: {rft_adapter})"
     records = f"metrics: {folder.metrics_file}; summary: {folder.summary_file}"
     if evaluated:
         records += f"; held-out results: {folder.eval}"
