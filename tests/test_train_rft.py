@@ -90,7 +90,7 @@ def test_the_rounds_training_settings_are_the_warm_starts_but_its_length_and_its
     assert r.sft["max_steps"] == 60  # the recipe itself is unchanged
 
 
-def test_the_shipped_recipes_have_no_rft_round_and_write_recipe_json_as_before():
+def test_only_the_claim_recipes_have_rft_rounds_and_the_others_write_recipe_json_as_before():
     # cpu-learn-rft is the one recipe made for the round: cpu-learn's keys, its rft section and checkpoints
     with_round = cfg.load_recipe("cpu-learn-rft")
     assert RftConfig.from_section(with_round.rft) == RftConfig(num_generations=2, keep_no_call=False)
@@ -100,7 +100,15 @@ def test_the_shipped_recipes_have_no_rft_round_and_write_recipe_json_as_before()
     assert {k: v for k, v in mine.items() if k not in ("name", "description", "rft")} == {
         k: v for k, v in plain.items() if k not in ("name", "description")
     }
-    for name in set(cfg.list_recipes()) - {"cpu-learn-rft"}:
+    # cpu-learn-rft2 (the second protocol's): cpu-learn-rft with two rounds that keep right abstains
+    two = cfg.load_recipe("cpu-learn-rft2")
+    assert RftConfig.from_section(two.rft) == RftConfig(
+        num_generations=2, keep_no_call=False, keep_no_call_if_gold_has_none=True, rounds=2
+    )
+    assert {k: v for k, v in two.to_dict().items() if k not in ("name", "description", "rft")} == {
+        k: v for k, v in mine.items() if k not in ("name", "description", "rft")
+    }
+    for name in set(cfg.list_recipes()) - {"cpu-learn-rft", "cpu-learn-rft2"}:
         shipped = cfg.load_recipe(name)
         assert shipped.rft is None and not RftConfig.from_section(shipped.rft).on
         assert "rft" not in shipped.to_dict()  # recipe.json has the keys it had before the section
