@@ -27,6 +27,13 @@ what one trainer leaves in memory does not add to the next one's on a 24 GB mach
 
     python -m bench.reproduce_claim runs/claim --status
 
+``--keep DIR`` carries a run across machines whose disks do not last (a session's machine keeps only what
+was committed): on start, the files DIR holds and ROOT lacks are copied into ROOT; after each stage, and
+with ``--keep-now`` alone (after a run was stopped part-way), ROOT's kept files
+(``ClaimFolder.kept_files``: adapters, summaries, samples, test sets, evaluations; no checkpoints) are
+copied into DIR, to be committed. Nothing trained or evaluated changes by it; a stage stopped part-way
+starts again from its last kept output.
+
 The protocol's numbers are the defaults. Smaller ones (``--sft-lengths``, ``--grpo-seeds``, ...) make a
 rehearsal, not the claim: the values, and the recipe's settings as merged, are written to
 ``ROOT/protocol.json`` when the root is made, and a later start with other values or an edited recipe is
@@ -127,6 +134,48 @@ def sha256_tree(folder: Path) -> dict[str, str]:
     }
 
 
+# ---- carried between machines (--keep) ------------------------------------------------------------------
+
+
+def _same(a: Path, b: Path) -> bool:
+    return a.stat().st_size == b.stat().st_size and a.read_bytes() == b.read_bytes()
+
+
+def _megabytes(paths: Sequence[Path]) -> str:
+    return f"{sum(p.stat().st_size for p in paths) / 1e6:.1f} MB"
+
+
+def restore_kept(root: Path, keep: Path) -> list[Path]:
+    """Copy into ROOT the files KEEP holds and ROOT lacks; never overwrite (ROOT may be further on)."""
+    if not keep.is_dir():
+        return []
+    restored = []
+    for src in sorted(p for p in keep.rglob("*") if p.is_file()):
+        dest = root / src.relative_to(keep)
+        if not dest.exists():
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest)
+            restored.append(dest)
+    if restored:
+        say(f"restored {len(restored)} kept files ({_megabytes(restored)}) from {keep} into {root}")
+    return restored
+
+
+def keep_outputs(root: Path, keep: Path) -> list[Path]:
+    """Copy ROOT's kept files that KEEP lacks or holds otherwise into KEEP; returns what was copied."""
+    copied = []
+    for src in ClaimFolder(root).kept_files():
+        dest = keep / src.relative_to(root)
+        if dest.exists() and _same(src, dest):
+            continue
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(src, dest)
+        copied.append(dest)
+    if copied:
+        say(f"kept {len(copied)} new or changed files ({_megabytes(copied)}) in {keep}: commit them")
+    return copied
+
+
 # ---- evaluations ---------------------------------------------------------------------------------------
 
 
@@ -203,6 +252,10 @@ def warm_stage(root: Path, base: Any, args: argparse.Namespace, evaluator: Claim
     from toolkit.runs import has_adapter
     from toolkit.train.task_sources import read_tasks, resolve_task_files
 
+    record = ClaimFolder(root).warm_start_record
+    if record.exists():  # frozen: the lengths' runs are done (on another machine, perhaps: --keep)
+        kept = json.loads(record.read_text())["dev"]
+        return {int(n): (d["greedy_pass"], d["sampled_pass"]) for n, d in kept.items()}
     dev: dict[int, tuple[float, float]] = {}
     for steps in args.sft_lengths:
         run = ClaimFolder(root).warm_run(steps)
@@ -253,7 +306,8 @@ def freeze_stage(root: Path, dev: dict[int, tuple[float, float]]) -> int:
 
 
 def grpo_stage(root: Path, base: Any, args: argparse.Namespace, sft_steps: int) -> dict[int, Path]:
-    """3. GRPO from the frozen warm start, once per seed; returns seed -> adapter."""
+    """3. GRPO from the frozen warm start, once per seed (each kept when done, with ``--keep``); returns
+    seed -> adapter."""
     from toolkit.runs import has_adapter
 
     claim = ClaimFolder(root)
@@ -274,6 +328,8 @@ def grpo_stage(root: Path, base: Any, args: argparse.Namespace, sft_steps: int) 
             }
             train_in_child(derived(base, **overrides), out)
             say(f"GRPO seed {seed} done", started)
+            if args.keep:
+                keep_outputs(root, args.keep)
         adapters[seed] = run.adapter
     return adapters
 
@@ -303,6 +359,8 @@ def claim_stage(root: Path, out: Path) -> dict[str, Any]:
 
 def reproduce(args: argparse.Namespace) -> dict[str, Any]:
     root: Path = args.root
+    if args.keep:
+        restore_kept(root, args.keep)
     open_root(root, protocol(args))
     recipe = base_recipe(args)
     if not recipe.sft:
@@ -311,12 +369,16 @@ def reproduce(args: argparse.Namespace) -> dict[str, Any]:
     with ClaimEvaluator(recipe, args.samples) as evaluator:
         dev = warm_stage(root, recipe, args, evaluator)
         sft_steps = freeze_stage(root, dev)
+        if args.keep:
+            keep_outputs(root, args.keep)
         grpo = grpo_stage(root, recipe, args, sft_steps)
         adapters = {
             WARM_START: ClaimFolder(root).warm_start,
             **{grpo_seed_name(s): a for s, a in grpo.items()},
         }
         test_stage(root, recipe, args, evaluator, adapters)
+    if args.keep:
+        keep_outputs(root, args.keep)
     claim = claim_stage(root, args.out)
     say("every stage done", started)
     return claim
@@ -370,7 +432,10 @@ def status(root: Path) -> list[str]:
     grpo_steps = int((settings.get("grpo") or {}).get("max_steps", 0))
     for steps in p["sft_lengths"]:
         run = claim.warm_run(steps)
-        line = f"warm start sft-{steps}: {_training(steps, run.sft_adapter, run.sft)}"
+        training = _training(steps, run.sft_adapter, run.sft)
+        if claim.warm_start_record.is_file() and not has_adapter(run.sft_adapter):
+            training = "done on another machine (its run not kept; the frozen copy stands for it)"
+        line = f"warm start sft-{steps}: {training}"
         dev = run.eval_named("dev")
         if (dev / "results.jsonl").is_file() and (dev / "samples.jsonl").is_file():
             greedy, sampled = pass_rates(dev)
@@ -436,7 +501,23 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--status", action="store_true", help="say where a run of the protocol in ROOT stands; run nothing"
     )
+    parser.add_argument(
+        "--keep",
+        type=Path,
+        help="a folder (committed) that carries the run across machines: restored into ROOT on start, "
+        "each finished stage's outputs copied into it",
+    )
+    parser.add_argument(
+        "--keep-now", action="store_true", help="copy ROOT's outputs into --keep now and run nothing"
+    )
     args = parser.parse_args(argv)
+    if args.keep_now:
+        if args.keep is None:
+            parser.error("--keep-now needs --keep DIR")
+        if not ClaimFolder(args.root).protocol_file.is_file():
+            parser.error(f"{args.root} holds no run of the protocol (no protocol.json)")
+        keep_outputs(args.root, args.keep)
+        return
     if args.status:
         print("\n".join(status(args.root)))
         return

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -115,8 +116,53 @@ def test_status_names_each_rft_round_of_a_recipe_with_rounds(tmp_path):
     assert "GRPO seed 0: RFT round 1 done; RFT round 2: 1 sample parts; GRPO not started" in lines, lines
 
 
+def test_a_root_is_kept_without_checkpoints_and_restored_on_another_machine(tmp_path):
+    """``--keep``: what a later stage reads is copied out (changed files again, nothing twice); a new
+    machine's empty root gets it back; a root further on than the kept folder is never overwritten."""
+    root, keep = tmp_path / "claim", tmp_path / "kept"
+    files = {
+        "protocol.json": "{}",
+        "warm_start.json": "{}",
+        "warm_start/adapter_model.safetensors": "w",
+        "warm/sft-120/sft/adapter/adapter_model.safetensors": "not kept: the frozen copy stands for it",
+        "warm/sft-120/sft/checkpoint-60/optimizer.pt": "not kept",
+        "warm/sft-120/tasks/train.jsonl": "not kept",
+        "warm/sft-120/eval/dev/results.json": "{}",
+        "grpo/seed-0/summary.json": '{"rft": {}}',
+        "grpo/seed-0/tasks/train.jsonl": "t",
+        "grpo/seed-0/rft/adapter/adapter_config.json": "{}",
+        "grpo/seed-0/rft/samples.jsonl": "s",
+        "grpo/seed-0/rft-2/sample-parts/part-0000.jsonl": "not kept",
+        "grpo/seed-0/rft-2/checkpoint-10/adapter_config.json": "not kept",
+        "grpo/seed-0/grpo/checkpoint-2/adapter_config.json": "not kept",
+        "grpo/seed-0/merged/model.safetensors": "not kept",
+        "eval/test-seed6101/warm_start/results.jsonl": "r",
+    }
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    kept = {k for k, v in files.items() if not v.startswith("not kept")}
+    copied = rc.keep_outputs(root, keep)
+    assert {str(p.relative_to(keep)) for p in copied} == kept
+    assert {str(p.relative_to(keep)) for p in keep.rglob("*") if p.is_file()} == kept
+    assert rc.keep_outputs(root, keep) == []  # nothing new
+    (root / "grpo/seed-0/summary.json").write_text('{"rft": {}, "rft-2": {}}')  # round 2 done
+    assert rc.keep_outputs(root, keep) == [keep / "grpo/seed-0/summary.json"]
+
+    fresh = tmp_path / "machine-2" / "claim"
+    restored = rc.restore_kept(fresh, keep)
+    assert {str(p.relative_to(fresh)) for p in restored} == kept
+    assert (fresh / "grpo/seed-0/summary.json").read_text() == '{"rft": {}, "rft-2": {}}'
+    (fresh / "eval/test-seed6101/warm_start/results.jsonl").write_text("further on")
+    (fresh / "warm_start.json").unlink()
+    assert rc.restore_kept(fresh, keep) == [fresh / "warm_start.json"]
+    assert (fresh / "eval/test-seed6101/warm_start/results.jsonl").read_text() == "further on"
+    assert rc.restore_kept(fresh, tmp_path / "no-such-folder") == []
+
+
 def test_bad_protocol_values_are_refused_before_anything_runs(tmp_path):
-    for flag in (["--grpo-seeds", "0,0"], ["--sft-lengths", "x"], ["--samples", "1"], ["--test-tasks", "0"]):
+    flags = (["--grpo-seeds", "0,0"], ["--sft-lengths", "x"], ["--samples", "1"], ["--test-tasks", "0"])
+    for flag in (*flags, ["--keep-now"], ["--keep-now", "--keep", str(tmp_path / "k")]):
         done = subprocess.run(
             [sys.executable, "-m", "bench.reproduce_claim", str(tmp_path / "r"), "--out", "c.json", *flag],
             capture_output=True, text=True, cwd=REPO,
@@ -154,7 +200,7 @@ def test_the_smallest_protocol_runs_end_to_end_and_resumes(tmp_path):
     ]
     # one SFT length (the choice between lengths is tested above), two GRPO seeds
     cmd += ["--sft-lengths", "1", "--grpo-seeds", "0,1", "--test-seeds", "11", "--test-tasks", "2"]
-    cmd += ["--samples", "2", "--dev-tasks", "2"]
+    cmd += ["--samples", "2", "--dev-tasks", "2", "--keep", str(tmp_path / "kept")]
     env = {**os.environ, "MCP_RL_THREADS": "1"}
     first = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, env=env)
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
@@ -189,6 +235,20 @@ def test_the_smallest_protocol_runs_end_to_end_and_resumes(tmp_path):
     assert (
         "Loading weights" not in first.stderr and "UserWarning" not in first.stderr
     )  # quiet, as mcp-rl train
+
+    # a new machine: the root gone, the kept folder (committed) put back; nothing trained or evaluated again
+    assert not list((tmp_path / "kept").rglob("checkpoint-*"))
+    assert not (tmp_path / "kept" / "warm" / "sft-1" / "sft").exists()
+    shutil.rmtree(root)
+    moved = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, env=env)
+    assert moved.returncode == 0, moved.stderr[-3000:]
+    assert "restored " in moved.stdout and "warm start, " not in moved.stdout
+    assert "GRPO seed 0 from" not in moved.stdout and "sampling " not in moved.stdout
+    assert json.loads(out.read_text()) == claim
+    assert rc.status(root)[1] == (
+        "warm start sft-1: done on another machine (its run not kept; the frozen copy stands for it); "
+        "dev greedy " + lines[1].split("dev greedy ")[1]
+    )
 
 
 def test_a_training_stage_runs_in_its_own_process_and_its_failure_stops_the_claim(tmp_path):

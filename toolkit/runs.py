@@ -29,7 +29,7 @@ A claim's root (``ClaimFolder``, ``python -m bench.reproduce_claim``, issue 49):
 ``warm/sft-<N>/`` (a run per SFT length), ``warm_start/`` (the frozen adapter) with ``warm_start.json``,
 ``grpo/seed-<S>/`` (a run per GRPO seed), ``tasks/test-seed<T>.jsonl`` and
 ``eval/test-seed<T>/<adapter>/`` (``toolkit.eval.claim`` reads these two), ``test-synth/`` (where the
-test sets were synthesised).
+test sets were synthesised). ``ClaimFolder.kept_files``: what a run of it carries between machines.
 
 A lever measured alone (``LeverFolder``, ``python -m bench.lever_rft``, issue 49): ``run/`` (the run that
 applies it), ``dev/warm_start/``, ``dev/<lever>/`` (the dev set before and after) and ``dev/check/`` (the
@@ -364,6 +364,26 @@ class ClaimFolder:
     def evaluation(self, seed: int, adapter: str) -> Path:
         """An adapter's greedy results and samples on a test set."""
         return self.root / "eval" / seed_set_name(seed) / adapter
+
+    def kept_files(self) -> list[Path]:
+        """The files a run of the protocol carries from one machine to the next (``bench.reproduce_claim
+        --keep``): every file in the root but trainer checkpoints, merged models, RFT sample parts (a
+        round's ``samples.jsonl`` holds them once written) and the warm starts' own runs (the frozen copy
+        and its record stand for them; their dev evaluations are kept). What a later stage reads, and
+        small enough to commit but for the adapters (about 20 MB each)."""
+        kept = []
+        for path in sorted(self.root.rglob("*")):
+            parts = path.relative_to(self.root).parts
+            if not path.is_file() or any(p.startswith("checkpoint-") or p in _NOT_KEPT for p in parts):
+                continue
+            if parts[0] == "warm" and (len(parts) < 3 or parts[2] != "eval"):
+                continue
+            kept.append(path)
+        return kept
+
+
+# Folder names a claim's root never carries between machines (ClaimFolder.kept_files).
+_NOT_KEPT = frozenset({"merged", "sample-parts"})
 
 
 @dataclass(frozen=True)
