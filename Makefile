@@ -8,7 +8,8 @@ TORCH_INDEX ?=
 # The two third-party MCP servers the tests use through the external-server path.
 NPM_SERVERS := @modelcontextprotocol/server-memory@2026.8.31 @modelcontextprotocol/server-filesystem@2026.8.31
 
-.PHONY: setup demo test test-fast notebooks docs-notebooks lint bench reproduce-cpu reproduce-claim clean
+.PHONY: setup demo test test-fast notebooks docs-notebooks lint bench reproduce-cpu reproduce-claim \
+	reproduce-claim-v2 keep-claim-v2 clean
 
 setup: $(STAMP)
 
@@ -76,6 +77,18 @@ reproduce-cpu: setup
 # Resumable: run it again.
 reproduce-claim: setup
 	$(BIN)/python -m bench.reproduce_claim runs/claim --out docs/cpu-proof/claim.json
+
+# The second protocol (docs/cpu-proof/README.md, "Protocol v2"): recipe cpu-learn-rft2, the 120-step warm
+# start, test seeds 6101 and 6102, docs/cpu-proof/claim-v2.json. A session's machine keeps only what is
+# committed: every finished stage is kept in docs/cpu-proof/claim-v2/kept (commit it) and put back on the
+# next machine. Resumable: run it again; after stopping it part-way, `make keep-claim-v2`, then commit.
+CLAIM_V2 := $(BIN)/python -m bench.reproduce_claim runs/claim-v2 --keep docs/cpu-proof/claim-v2/kept
+reproduce-claim-v2: setup
+	$(CLAIM_V2) --recipe cpu-learn-rft2 --sft-lengths 120 --test-seeds 6101,6102 \
+	    --out docs/cpu-proof/claim-v2.json
+
+keep-claim-v2: setup
+	$(CLAIM_V2) --keep-now
 
 clean:
 	rm -rf build runs .pytest_cache .ruff_cache

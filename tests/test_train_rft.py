@@ -628,6 +628,38 @@ def test_two_rounds_each_fine_tune_the_last_and_grpo_starts_from_the_second(
     assert steps == [("sft", 1), ("rft", 2), ("rft", 3), ("grpo", 4)]
 
 
+@pytest.mark.integration
+def test_a_run_stopped_in_grpo_keeps_its_rounds_summaries_for_the_resumed_run(
+    tmp_path, gold_sampling_backend
+):
+    """``summary.json`` is written as each round ends: a run stopped in GRPO (a session's machine gone, the
+    round adapters carried to the next one) still reports what its rounds kept and trained when resumed.
+    Before, the summary was written only at the run's end, and the resumed run reported no round."""
+    from toolkit.runs import RunFolder
+    from toolkit.train.pipeline import run_recipe
+
+    out = RunFolder(tmp_path / "run")
+    r = cfg.recipe_from_dict({**SMALL, "rft": {**SMALL["rft"], "rounds": 2}}, "small-rft-2")
+    backend = gold_sampling_backend(r)
+    trains = backend.grpo_model
+
+    def gone_in_grpo(warm):
+        if warm == out.rft_round(2).adapter:  # GRPO starts from round 2's adapter: the machine goes away
+            raise KeyboardInterrupt
+        return trains(warm)
+
+    backend.grpo_model = gone_in_grpo
+    with pytest.raises(KeyboardInterrupt):
+        run_recipe(r, out.root, backend=backend)
+    kept = json.loads(out.summary_file.read_text())
+    assert kept["rft"]["steps"] == 1 and kept["rft-2"]["steps"] == 1 and kept["rft-2"]["sampled"] == 6
+    assert {"rft_s", "rft-2_s"} <= set(kept["timings_s"]) and "grpo_steps" not in kept
+
+    resumed = run_recipe(r, out.root, resume=True, backend=gold_sampling_backend(r))
+    assert resumed["rft"] == kept["rft"] and resumed["rft-2"] == kept["rft-2"]
+    assert resumed["grpo_steps"] == 1 and resumed["timings_s"]["rft-2_s"] == kept["timings_s"]["rft-2_s"]
+
+
 def test_a_killed_round_goes_on_from_its_last_kept_part(tmp_path):
     """The round's sampling is kept part by part: a kill loses at most the part being sampled (a 640-episode
     round on two cores was killed at 307 episodes on 2026-11-28 and kept nothing)."""

@@ -311,6 +311,7 @@ def train_rft_round(run: Run, config: Any, k: int, start: Path | None) -> Path |
     run.summary[key]["steps"] = trainer.state.global_step
     run.sft_steps += trainer.state.global_step
     run.timings[f"{key}_s"] = time.time() - t0
+    write_summary(run)  # a run stopped later (in GRPO, on a machine that does not last) keeps the round's
     del trainer, model
     backend.release()
     return folder.adapter
@@ -473,11 +474,19 @@ def evaluate_test_sets(run: Run) -> None:
         log_primary(f"test set seed {seed}", comparison)
 
 
-def close_run(run: Run) -> dict[str, Any]:
-    """The summary with the timings, written to ``summary.json``, and the closing lines."""
+def write_summary(run: Run) -> None:
+    """``summary.json`` as the run stands, with its timings (the main process writes it): at the end, and
+    after each RFT round, so that a run resumed after a stop (``--resume``, or a claim carried to another
+    machine) reads back what its rounds kept and trained instead of reporting them empty."""
     run.summary["timings_s"] = {k: round(v, 1) for k, v in run.timings.items()}
     if is_main_process():
         run.folder.summary_file.write_text(dumps(run.summary, indent=1, sort_keys=True) + "\n")
+
+
+def close_run(run: Run) -> dict[str, Any]:
+    """The summary with the timings, written to ``summary.json``, and the closing lines."""
+    write_summary(run)
+    if is_main_process():
         for line in closing_lines(run.recipe, run.folder, run.eval_file, run.evaluate):
             log(line)
     return run.summary
