@@ -130,6 +130,7 @@ def test_a_root_is_kept_without_checkpoints_and_restored_on_another_machine(tmp_
         "warm/sft-120/eval/dev/results.json": "{}",
         "grpo/seed-0/summary.json": '{"rft": {}}',
         "grpo/seed-0/tasks/train.jsonl": "t",
+        "grpo/seed-0/sft/adapter/adapter_model.safetensors": "not kept: a copy of warm_start/",
         "grpo/seed-0/rft/adapter/adapter_config.json": "{}",
         "grpo/seed-0/rft/samples.jsonl": "s",
         "grpo/seed-0/rft-2/sample-parts/part-0000.jsonl": "not kept",

@@ -368,15 +368,18 @@ class ClaimFolder:
     def kept_files(self) -> list[Path]:
         """The files a run of the protocol carries from one machine to the next (``bench.reproduce_claim
         --keep``): every file in the root but trainer checkpoints, merged models, RFT sample parts (a
-        round's ``samples.jsonl`` holds them once written) and the warm starts' own runs (the frozen copy
-        and its record stand for them; their dev evaluations are kept). What a later stage reads, and
-        small enough to commit but for the adapters (about 20 MB each)."""
+        round's ``samples.jsonl`` holds them once written), the warm starts' own runs (the frozen copy
+        and its record stand for them; their dev evaluations are kept) and each GRPO seed's ``sft/`` (its
+        copy of the frozen warm start, copied again on resume). What a later stage reads, and small
+        enough to commit but for the adapters (about 23 MB each)."""
         kept = []
         for path in sorted(self.root.rglob("*")):
             parts = path.relative_to(self.root).parts
             if not path.is_file() or any(p.startswith("checkpoint-") or p in _NOT_KEPT for p in parts):
                 continue
             if parts[0] == "warm" and (len(parts) < 3 or parts[2] != "eval"):
+                continue
+            if parts[0] == "grpo" and len(parts) > 2 and parts[2] == "sft":
                 continue
             kept.append(path)
         return kept
