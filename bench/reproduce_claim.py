@@ -162,17 +162,32 @@ def restore_kept(root: Path, keep: Path) -> list[Path]:
 
 
 def keep_outputs(root: Path, keep: Path) -> list[Path]:
-    """Copy ROOT's kept files that KEEP lacks or holds otherwise into KEEP; returns what was copied."""
+    """Copy ROOT's kept files that KEEP lacks or holds otherwise into KEEP, and drop from KEEP the files
+    ROOT has but no longer carries (an RFT round's samples once its adapter is there); returns what was
+    copied."""
+    kept = ClaimFolder(root).kept_files()
     copied = []
-    for src in ClaimFolder(root).kept_files():
+    for src in kept:
         dest = keep / src.relative_to(root)
         if dest.exists() and _same(src, dest):
             continue
         dest.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(src, dest)
         copied.append(dest)
-    if copied:
-        say(f"kept {len(copied)} new or changed files ({_megabytes(copied)}) in {keep}: commit them")
+    carried = {p.relative_to(root) for p in kept}
+    dropped = [
+        p
+        for p in sorted(keep.rglob("*"))
+        if p.is_file() and p.relative_to(keep) not in carried and (root / p.relative_to(keep)).is_file()
+    ]
+    for path in dropped:
+        path.unlink()
+    if copied or dropped:
+        say(
+            f"kept {len(copied)} new or changed files ({_megabytes(copied)}) in {keep}"
+            + (f", dropped {len(dropped)} no longer carried" if dropped else "")
+            + ": commit them"
+        )
     return copied
 
 

@@ -131,8 +131,7 @@ def test_a_root_is_kept_without_checkpoints_and_restored_on_another_machine(tmp_
         "grpo/seed-0/summary.json": '{"rft": {}}',
         "grpo/seed-0/tasks/train.jsonl": "t",
         "grpo/seed-0/sft/adapter/adapter_model.safetensors": "not kept: a copy of warm_start/",
-        "grpo/seed-0/rft/adapter/adapter_config.json": "{}",
-        "grpo/seed-0/rft/samples.jsonl": "s",
+        "grpo/seed-0/rft/samples.jsonl": "s",  # sampled, not fine-tuned yet: kept, so as not to sample again
         "grpo/seed-0/rft-2/sample-parts/part-0000.jsonl": "not kept",
         "grpo/seed-0/rft-2/checkpoint-10/adapter_config.json": "not kept",
         "grpo/seed-0/grpo/checkpoint-2/adapter_config.json": "not kept",
@@ -149,6 +148,13 @@ def test_a_root_is_kept_without_checkpoints_and_restored_on_another_machine(tmp_
     assert rc.keep_outputs(root, keep) == []  # nothing new
     (root / "grpo/seed-0/summary.json").write_text('{"rft": {}, "rft-2": {}}')  # round 2 done
     assert rc.keep_outputs(root, keep) == [keep / "grpo/seed-0/summary.json"]
+    # round 1's adapter written: its samples (about 7 MB a round) are not carried any more
+    (root / "grpo/seed-0/rft/adapter").mkdir()
+    (root / "grpo/seed-0/rft/adapter/adapter_config.json").write_text("{}")
+    kept.add("grpo/seed-0/rft/adapter/adapter_config.json")
+    kept.remove("grpo/seed-0/rft/samples.jsonl")
+    assert rc.keep_outputs(root, keep) == [keep / "grpo/seed-0/rft/adapter/adapter_config.json"]
+    assert {str(p.relative_to(keep)) for p in keep.rglob("*") if p.is_file()} == kept
 
     fresh = tmp_path / "machine-2" / "claim"
     restored = rc.restore_kept(fresh, keep)

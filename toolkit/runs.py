@@ -368,7 +368,8 @@ class ClaimFolder:
     def kept_files(self) -> list[Path]:
         """The files a run of the protocol carries from one machine to the next (``bench.reproduce_claim
         --keep``): every file in the root but trainer checkpoints, merged models, RFT sample parts (a
-        round's ``samples.jsonl`` holds them once written), the warm starts' own runs (the frozen copy
+        round's ``samples.jsonl`` holds them once written; it is kept until the round's adapter is
+        there, about 7 MB), the warm starts' own runs (the frozen copy
         and its record stand for them; their dev evaluations are kept) and each GRPO seed's ``sft/`` (its
         copy of the frozen warm start, copied again on resume). What a later stage reads, and small
         enough to commit but for the adapters (about 23 MB each)."""
@@ -381,6 +382,8 @@ class ClaimFolder:
                 continue
             if parts[0] == "grpo" and len(parts) > 2 and parts[2] == "sft":
                 continue
+            if path.name == "samples.jsonl" and (path.parent / "adapter" / ADAPTER_MARKER).is_file():
+                continue  # an RFT round done: its summary has the counts; the samples only spare resampling
             kept.append(path)
         return kept
 
