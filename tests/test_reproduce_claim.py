@@ -135,6 +135,11 @@ def test_a_root_is_kept_without_checkpoints_and_restored_on_another_machine(tmp_
         "grpo/seed-0/rft-2/sample-parts/part-0000.jsonl": "not kept",
         "grpo/seed-0/rft-2/checkpoint-10/adapter_config.json": "not kept",
         "grpo/seed-0/grpo/checkpoint-2/adapter_config.json": "not kept",
+        "grpo/seed-0/grpo/vllm-lora/step-0/adapter_config.json": "not kept",
+        "grpo/seed-0/grpo/rollouts.jsonl": "not kept: GRPO not done, it starts again",
+        "grpo/seed-1/adapter/adapter_config.json": "{}",
+        "grpo/seed-1/grpo/rollouts.jsonl": "r",
+        "grpo/seed-1/grpo/vllm-lora/step-8/adapter_config.json": "not kept",
         "grpo/seed-0/merged/model.safetensors": "not kept",
         "eval/test-seed6101/warm_start/results.jsonl": "r",
     }

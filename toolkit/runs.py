@@ -369,7 +369,8 @@ class ClaimFolder:
         """The files a run of the protocol carries from one machine to the next (``bench.reproduce_claim
         --keep``): every file in the root but trainer checkpoints, merged models, RFT sample parts (a
         round's ``samples.jsonl`` holds them once written; it is kept until the round's adapter is
-        there, about 7 MB), the warm starts' own runs (the frozen copy
+        there, about 7 MB), vLLM's per-step adapters, a GRPO seed's trainer output until its adapter is
+        there (a GRPO stopped part-way starts again), the warm starts' own runs (the frozen copy
         and its record stand for them; their dev evaluations are kept) and each GRPO seed's ``sft/`` (its
         copy of the frozen warm start, copied again on resume). What a later stage reads, and small
         enough to commit but for the adapters (about 23 MB each)."""
@@ -382,6 +383,11 @@ class ClaimFolder:
                 continue
             if parts[0] == "grpo" and len(parts) > 2 and parts[2] == "sft":
                 continue
+            if parts[0] == "grpo" and len(parts) > 2 and parts[2] == "grpo":  # GRPO's trainer output:
+                if not (
+                    self.grpo_run(int(parts[1].removeprefix("seed-"))).adapter / ADAPTER_MARKER
+                ).is_file():
+                    continue  # a GRPO stopped part-way starts again (its checkpoints are not carried)
             if path.name == "samples.jsonl" and (path.parent / "adapter" / ADAPTER_MARKER).is_file():
                 continue  # an RFT round done: its summary has the counts; the samples only spare resampling
             kept.append(path)
@@ -389,7 +395,7 @@ class ClaimFolder:
 
 
 # Folder names a claim's root never carries between machines (ClaimFolder.kept_files).
-_NOT_KEPT = frozenset({"merged", "sample-parts"})
+_NOT_KEPT = frozenset({"merged", "sample-parts", "vllm-lora"})
 
 
 @dataclass(frozen=True)
