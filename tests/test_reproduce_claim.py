@@ -128,6 +128,7 @@ def test_a_root_is_kept_without_checkpoints_and_restored_on_another_machine(tmp_
         "warm/sft-120/sft/checkpoint-60/optimizer.pt": "not kept",
         "warm/sft-120/tasks/train.jsonl": "not kept",
         "warm/sft-120/eval/dev/results.json": "{}",
+        "warm/sft-120/eval/dev/viewer.html": "not kept: made again from the results",
         "grpo/seed-0/summary.json": '{"rft": {}}',
         "grpo/seed-0/tasks/train.jsonl": "t",
         "grpo/seed-0/sft/adapter/adapter_model.safetensors": "not kept: a copy of warm_start/",

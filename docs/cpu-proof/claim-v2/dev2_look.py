@@ -2,7 +2,7 @@
 5201, 300 tasks, docs/cpu-proof/dev2/test-seed5201.jsonl.gz), each in a claim-layout root under
 runs/dev2v2/<arm> against v2's frozen warm start (runs/claim-v2/warm_start), greedy, so that
 toolkit.eval.claim gives the protocol's groups and guards. The warm start's evaluation is made once and
-copied; ../dev2/dev2_table.py prints the lines (with runs/dev2 -> runs/dev2v2).
+copied; ../dev2/dev2_table.py --root runs/dev2v2 prints the lines.
 
 usage (from the repository root of a frozen worktree):
     python docs/cpu-proof/claim-v2/dev2_look.py ARM=ADAPTER [ARM=ADAPTER ...]"""

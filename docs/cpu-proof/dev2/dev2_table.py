@@ -1,7 +1,7 @@
 """One line per dev-2 arm (runs/dev2/<arm>, toolkit.eval.claim's layout): greedy pass@0.75 against the
 frozen warm start for all / in-template / held-out templates, the guards, and passes per kind.
 
-usage: python runs/dev2_table.py ARM [ARM ...]"""
+usage: python runs/dev2_table.py [--root ROOT] ARM [ARM ...]    (ROOT: runs/dev2; protocol v2's look: runs/dev2v2)"""
 
 import json
 import sys
@@ -16,9 +16,11 @@ def d(b):
 
 if __name__ == "__main__":
     rows = []
-    for arm in sys.argv[1:]:
-        c = compute_claim(*read_root(Path("runs/dev2") / arm))
-        Path("runs/dev2", arm, "claim.json").write_text(json.dumps(c, indent=1, sort_keys=True) + "\n")
+    args = sys.argv[1:]
+    root = Path(args[1] if args[:1] == ["--root"] else "runs/dev2")
+    for arm in args[2:] if args[:1] == ["--root"] else args:
+        c = compute_claim(*read_root(root / arm))
+        (root / arm / "claim.json").write_text(json.dumps(c, indent=1, sort_keys=True) + "\n")
         g = c["guards"]
         kinds = c["per_kind"]
         if not rows:
