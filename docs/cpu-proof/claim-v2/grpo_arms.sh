@@ -2,7 +2,9 @@
 # Outside the protocol (dev set 2 is the tuning set): GRPO over protocol v2's kept two rounds of seed S,
 # with the recipe's GRPO stage changed by the --set items after `--`; then the adapter on dev set 2.
 # usage, from the repository root of a frozen worktree, alone on the cores (resumable: run it again):
-#   bash docs/cpu-proof/claim-v2/grpo_arms.sh NAME "S [S ...]" -- --set 'grpo_task_kinds=[lookup, write]'
+#   bash docs/cpu-proof/claim-v2/grpo_arms.sh NAME "S [S ...]" -- --set 'grpo_task_kinds=[lookup, write]' \
+#       --set 'grpo_sampling.kind_weights={lookup: 1.0, write: 1.0}' [--max-steps N]
+# (kind_weights must name only kinds GRPO samples: the trainer refuses weights for kinds it has no task of.)
 # The run's root runs/claim-v2 is restored from docs/cpu-proof/claim-v2/kept when this machine lacks it.
 set -euo pipefail
 NAME=$1 SEEDS=$2
