@@ -369,8 +369,9 @@ class ClaimFolder:
         """The files a run of the protocol carries from one machine to the next (``bench.reproduce_claim
         --keep``): every file in the root but trainer checkpoints, merged models, RFT sample parts (a
         round's ``samples.jsonl`` holds them once written; it is kept until the round's adapter is
-        there, about 7 MB), vLLM's per-step adapters, evaluation viewers (``toolkit.eval.viewer`` makes them again from the results), a GRPO seed's trainer output until its adapter is
-        there (a GRPO stopped part-way starts again), the warm starts' own runs (the frozen copy
+        there, about 7 MB), vLLM's per-step adapters, evaluation viewers (``toolkit.eval.viewer`` makes
+        them again from the results), a GRPO seed's trainer output until its adapter is there (a GRPO
+        stopped part-way starts again), the warm starts' own runs (the frozen copy
         and its record stand for them; their dev evaluations are kept) and each GRPO seed's ``sft/`` (its
         copy of the frozen warm start, copied again on resume). What a later stage reads, and small
         enough to commit but for the adapters (about 23 MB each)."""
@@ -394,7 +395,7 @@ class ClaimFolder:
         return kept
 
 
-# Folder names a claim's root never carries between machines (ClaimFolder.kept_files).
+# Folder and file names a claim's root never carries between machines (ClaimFolder.kept_files).
 _NOT_KEPT = frozenset({"merged", "sample-parts", "vllm-lora", "viewer.html"})
 
 

@@ -17,8 +17,10 @@ def d(b):
 if __name__ == "__main__":
     rows = []
     args = sys.argv[1:]
-    root = Path(args[1] if args[:1] == ["--root"] else "runs/dev2")
-    for arm in args[2:] if args[:1] == ["--root"] else args:
+    root = Path("runs/dev2")
+    if args[:1] == ["--root"]:
+        root, args = Path(args[1]), args[2:]
+    for arm in args:
         c = compute_claim(*read_root(root / arm))
         (root / arm / "claim.json").write_text(json.dumps(c, indent=1, sort_keys=True) + "\n")
         g = c["guards"]
