@@ -60,6 +60,12 @@ from toolkit.records import dumps, read_jsonl
 from toolkit.runs import ClaimFolder, grpo_seed_name
 from toolkit.train.claim_eval import ClaimEvaluator, evaluate_test_sets
 
+# The recipe's settings that shape its GRPO stage and nothing before it (the warm start, the RFT rounds):
+# a protocol that differs from an earlier root in these alone may reuse that root's work (--reuse-rounds).
+GRPO_ONLY = frozenset({"grpo", "grpo_sampling", "grpo_task_kinds"})
+# The protocol's values the reused warm start was chosen and evaluated with.
+REUSE_NEEDS_SAME = ("sft_lengths", "samples", "dev_tasks")
+
 SFT_LENGTHS = (30, 60, 120)
 GRPO_SEEDS = (0, 1, 2)
 TEST_SEEDS = (3101, 3102)
@@ -91,6 +97,8 @@ def protocol(args: argparse.Namespace) -> dict[str, Any]:
         "samples": args.samples,
         "dev_tasks": args.dev_tasks,
         "set": list(args.set),
+        # only where given: the roots made before the flag existed keep the protocol they were bound to
+        **({"reuse_rounds": str(args.reuse_rounds)} if getattr(args, "reuse_rounds", None) else {}),
     }
 
 
@@ -132,6 +140,95 @@ def sha256_tree(folder: Path) -> dict[str, str]:
         for p in sorted(folder.rglob("*"))
         if p.is_file()
     }
+
+
+# ---- an earlier root's warm start and RFT rounds (--reuse-rounds) ---------------------------------------
+
+
+def reuse_refusals(source: dict[str, Any], wanted: dict[str, Any]) -> list[str]:
+    """What forbids a root of protocol ``wanted`` to reuse the warm start and RFT rounds of a root of
+    protocol ``source`` (both ``protocol()``'s dicts); empty: nothing. GRPO settings, GRPO seeds and test
+    seeds may differ: none of them shapes the work reused."""
+    refusals = [k for k in REUSE_NEEDS_SAME if source.get(k) != wanted.get(k)]
+    had, want = source.get("recipe_settings") or {}, wanted.get("recipe_settings") or {}
+    refusals += [
+        f"recipe {k}"
+        for k in sorted(set(had) | set(want))
+        if k not in GRPO_ONLY and had.get(k) != want.get(k)
+    ]
+    return refusals
+
+
+def _without_grpo(summary: dict[str, Any]) -> dict[str, Any]:
+    """A reused run's summary as its rounds left it: what the earlier root's GRPO reported dropped."""
+    kept = {k: v for k, v in summary.items() if not k.startswith("grpo") and k != "recipe_changes"}
+    kept["timings_s"] = {
+        k: v for k, v in (summary.get("timings_s") or {}).items() if not k.startswith("grpo")
+    }
+    return kept
+
+
+def _frozen_hashes(claim: ClaimFolder) -> dict[str, str]:
+    return json.loads(claim.warm_start_record.read_text())["sha256"]
+
+
+def reuse_stage(root: Path, source: Path, args: argparse.Namespace) -> list[str]:
+    """0. (``--reuse-rounds SRC``) copy into ROOT, once, the frozen warm start of an earlier root (or of its
+    ``--keep`` folder) and every GRPO seed's finished RFT rounds, when SRC's protocol differs from this one
+    in its GRPO stage, GRPO seeds and test seeds alone: they are what this recipe would train again (the
+    same settings, seeds and tasks), at about 55 minutes a seed on two cores. A seed whose rounds SRC does
+    not hold, or that ROOT has begun, is left to the grpo stage. Returns what was reused."""
+    from toolkit.runs import has_adapter
+    from toolkit.train.rft import RftConfig
+
+    src, claim = ClaimFolder(source), ClaimFolder(root)
+    if not src.protocol_file.is_file():
+        raise SystemExit(f"--reuse-rounds {source}: no {src.protocol_file.name} there (not a claim's root)")
+    wanted = protocol(args)
+    refusals = reuse_refusals(json.loads(src.protocol_file.read_text()), wanted)
+    if refusals:
+        raise SystemExit(
+            f"--reuse-rounds {source}: its protocol differs in what the reused work depends on "
+            f"({', '.join(refusals)}); only the GRPO stage, GRPO seeds and test seeds may differ"
+        )
+    if not src.warm_start_record.is_file():
+        raise SystemExit(
+            f"--reuse-rounds {source}: no {src.warm_start_record.name} there: nothing frozen to reuse"
+        )
+    reused = []
+    if not claim.warm_start_record.exists():
+        shutil.copytree(src.warm_start, claim.warm_start)
+        shutil.copy2(src.warm_start_record, claim.warm_start_record)
+        for dev in sorted(src.root.glob("warm/sft-*/eval")):  # the lengths' dev numbers, for --status
+            shutil.copytree(dev, root / dev.relative_to(src.root), dirs_exist_ok=True)
+        reused.append("the frozen warm start")
+    elif _frozen_hashes(claim) != _frozen_hashes(src):
+        raise SystemExit(
+            f"--reuse-rounds {source}: {claim.warm_start_record} froze another warm start than "
+            f"{src.warm_start_record}; rounds trained from that one are not this root's"
+        )
+    section = wanted["recipe_settings"].get("rft")
+    rounds = RftConfig.from_section(section).rounds if section else 0
+    for seed in args.grpo_seeds if rounds else ():
+        have, run = src.grpo_run(seed), claim.grpo_run(seed)
+        if run.root.exists() or not all(has_adapter(have.rft_round(k).adapter) for k in range(1, rounds + 1)):
+            continue
+        for k in range(1, rounds + 1):
+            one = have.rft_round(k)
+            shutil.copytree(one.path, run.rft_round(k).path, ignore=shutil.ignore_patterns("sample-parts"))
+        shutil.copytree(have.tasks.path, run.tasks.path)
+        summary = json.loads(have.summary_file.read_text())
+        run.summary_file.write_text(json.dumps(_without_grpo(summary), indent=1) + "\n")
+        rows = [
+            line
+            for line in have.metrics_file.read_text().splitlines()
+            if json.loads(line).get("phase") != "grpo"
+        ]
+        run.metrics_file.write_text("".join(line + "\n" for line in rows))
+        reused.append(f"seed {seed}'s {rounds} RFT round{'s' if rounds > 1 else ''}")
+    if reused:
+        say(f"reused from {source}: {', '.join(reused)}")
+    return reused
 
 
 # ---- carried between machines (--keep) ------------------------------------------------------------------
@@ -377,6 +474,8 @@ def reproduce(args: argparse.Namespace) -> dict[str, Any]:
     if args.keep:
         restore_kept(root, args.keep)
     open_root(root, protocol(args))
+    if args.reuse_rounds:
+        reuse_stage(root, args.reuse_rounds, args)
     recipe = base_recipe(args)
     if not recipe.sft:
         raise SystemExit(f"recipe {args.recipe}: the protocol needs an sft section (the warm start)")
@@ -521,6 +620,13 @@ def main(argv: Sequence[str] | None = None) -> None:
         type=Path,
         help="a folder (committed) that carries the run across machines: restored into ROOT on start, "
         "each finished stage's outputs copied into it",
+    )
+    parser.add_argument(
+        "--reuse-rounds",
+        type=Path,
+        metavar="SRC",
+        help="an earlier claim's root (or its --keep folder) whose protocol differs in the GRPO stage, GRPO "
+        "seeds and test seeds alone: its frozen warm start and finished RFT rounds are copied in, not trained",
     )
     parser.add_argument(
         "--keep-now", action="store_true", help="copy ROOT's outputs into --keep now and run nothing"

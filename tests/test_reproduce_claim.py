@@ -173,6 +173,103 @@ def test_a_root_is_kept_without_checkpoints_and_restored_on_another_machine(tmp_
     assert rc.restore_kept(fresh, tmp_path / "no-such-folder") == []
 
 
+def _args(**changes):
+    base = dict(
+        recipe="cpu-learn-rft2", sft_lengths=[120], grpo_seeds=[0, 1, 2], test_seeds=[6101, 6102],
+        test_tasks=300, samples=4, dev_tasks=None, set=[], reuse_rounds=None,
+    )  # fmt: skip
+    return argparse.Namespace(**{**base, **changes})
+
+
+def test_another_grpo_stage_may_reuse_the_rounds_but_nothing_before_it_may_differ():
+    source = rc.protocol(_args())
+    grpo = ["grpo_task_kinds=[lookup, write]", "grpo.max_steps=4", "grpo_sampling.min_spread=0.1"]
+    assert rc.reuse_refusals(source, rc.protocol(_args(set=grpo, grpo_seeds=[3], test_seeds=[7101]))) == []
+    assert rc.reuse_refusals(source, rc.protocol(_args(set=["rft.rounds=1"]))) == ["recipe rft"]
+    assert rc.reuse_refusals(source, rc.protocol(_args(set=["rollout.temperature=0.7"]))) == [
+        "recipe rollout"
+    ]
+    assert rc.reuse_refusals(source, rc.protocol(_args(samples=8, sft_lengths=[60]))) == [
+        "sft_lengths",
+        "samples",
+    ]
+    assert "reuse_rounds" not in source  # roots made before the flag keep the protocol they were bound to
+
+
+def _write(root: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+
+
+def test_reused_rounds_are_copied_once_without_the_earlier_grpo(tmp_path):
+    src, root = tmp_path / "v2" / "kept", tmp_path / "claim-v3"
+    metrics = [{"phase": "rft", "step": 121}, {"phase": "rft-2", "step": 150}, {"phase": "grpo", "step": 180}]
+    summary = {"rft": {"kept": 194}, "rft-2": {"kept": 198}, "grpo_steps": 8, "recipe_changes": {"grpo": 1}}
+    summary["timings_s"] = {"rft_s": 1613.0, "rft-2_s": 1628.0, "grpo_s": 3367.0}
+    seed0 = {
+        "grpo/seed-0/rft/adapter/adapter_config.json": "r1",
+        "grpo/seed-0/rft/README.md": "card",
+        "grpo/seed-0/rft-2/adapter/adapter_config.json": "r2",
+        "grpo/seed-0/tasks/train.jsonl": "t",
+        "grpo/seed-0/tasks/eval.jsonl": "d",
+        "grpo/seed-0/summary.json": json.dumps(summary),
+        "grpo/seed-0/metrics.jsonl": "".join(json.dumps(m) + "\n" for m in metrics),
+        "grpo/seed-0/recipe.json": "{}",  # the earlier recipe: not this run's
+        "grpo/seed-0/adapter/adapter_config.json": "earlier GRPO",
+        "grpo/seed-0/grpo/rollouts.jsonl": "earlier GRPO",
+    }
+    _write(src, {
+        "protocol.json": json.dumps(rc.protocol(_args())),
+        "warm_start/adapter_config.json": "w",
+        "warm/sft-120/eval/dev/results.jsonl": "dev",
+        **seed0,
+        "grpo/seed-1/rft/adapter/adapter_config.json": "round 2 not done",
+        "grpo/seed-1/summary.json": "{}",
+    })  # fmt: skip
+    (src / "warm_start.json").write_text(
+        json.dumps({"sft_steps": 120, "sha256": rc.sha256_tree(src / "warm_start")})
+    )
+    args = _args(set=["grpo.max_steps=4"], test_seeds=[7101, 7102], reuse_rounds=src)
+    rc.open_root(root, rc.protocol(args))
+    assert rc.reuse_stage(root, src, args) == ["the frozen warm start", "seed 0's 2 RFT rounds"]
+    assert rc.freeze_stage(root, {}) == 120  # the copy passes the frozen record's hashes
+    assert (root / "warm/sft-120/eval/dev/results.jsonl").read_text() == "dev"
+    run = root / "grpo" / "seed-0"
+    assert (run / "rft-2/adapter/adapter_config.json").read_text() == "r2"
+    assert (run / "rft/README.md").is_file() and (run / "tasks/eval.jsonl").read_text() == "d"
+    for earlier in ("recipe.json", "adapter", "grpo"):
+        assert not (run / earlier).exists(), earlier
+    assert json.loads((run / "summary.json").read_text()) == {
+        "rft": {"kept": 194}, "rft-2": {"kept": 198}, "timings_s": {"rft_s": 1613.0, "rft-2_s": 1628.0}
+    }  # fmt: skip
+    assert [json.loads(x)["phase"] for x in (run / "metrics.jsonl").read_text().splitlines()] == [
+        "rft",
+        "rft-2",
+    ]
+    assert not (root / "grpo" / "seed-1").exists() and not (root / "grpo" / "seed-2").exists()
+    # once: a second start reuses nothing, and a run this root began is never overwritten
+    (run / "rft-2/adapter/adapter_config.json").write_text("this root's")
+    assert rc.reuse_stage(root, src, args) == []
+    assert (run / "rft-2/adapter/adapter_config.json").read_text() == "this root's"
+
+
+def test_reuse_is_refused_from_another_protocol_or_another_frozen_warm_start(tmp_path):
+    src, root = tmp_path / "v2", tmp_path / "v3"
+    with pytest.raises(SystemExit, match="no protocol.json there"):
+        rc.reuse_stage(root, src, _args())
+    _write(src, {"protocol.json": json.dumps(rc.protocol(_args())), "warm_start/a.json": "w"})
+    with pytest.raises(SystemExit, match="no warm_start.json there"):
+        rc.reuse_stage(root, src, _args())
+    (src / "warm_start.json").write_text(json.dumps({"sha256": rc.sha256_tree(src / "warm_start")}))
+    with pytest.raises(SystemExit, match=r"differs in what the reused work depends on \(recipe rft\)"):
+        rc.reuse_stage(root, src, _args(set=["rft.rounds=1"]))
+    _write(root, {"warm_start/a.json": "another"})
+    (root / "warm_start.json").write_text(json.dumps({"sha256": rc.sha256_tree(root / "warm_start")}))
+    with pytest.raises(SystemExit, match="froze another warm start"):
+        rc.reuse_stage(root, src, _args())
+
+
 def test_bad_protocol_values_are_refused_before_anything_runs(tmp_path):
     flags = (["--grpo-seeds", "0,0"], ["--sft-lengths", "x"], ["--samples", "1"], ["--test-tasks", "0"])
     for flag in (*flags, ["--keep-now"], ["--keep-now", "--keep", str(tmp_path / "k")]):
@@ -262,6 +359,18 @@ def test_the_smallest_protocol_runs_end_to_end_and_resumes(tmp_path):
         "warm start sft-1: done on another machine (its run not kept; the frozen copy stands for it); "
         "dev greedy " + lines[1].split("dev greedy ")[1]
     )
+
+    # another GRPO stage over this root's frozen warm start (--reuse-rounds; this recipe has no RFT round)
+    v3 = tmp_path / "claim-v3"
+    cmd3 = [*cmd[:3], str(v3), "--out", str(tmp_path / "claim-v3.json"), *cmd[6:]]
+    cmd3 += ["--reuse-rounds", str(tmp_path / "kept"), "--set", "grpo.learning_rate=0.002"]
+    cmd3[cmd3.index("--grpo-seeds") + 1], cmd3[cmd3.index("--keep") + 1] = "0", str(tmp_path / "kept-v3")
+    reused = subprocess.run(cmd3, capture_output=True, text=True, cwd=REPO, env=env)
+    assert reused.returncode == 0, reused.stdout[-3000:] + reused.stderr[-3000:]
+    assert f"reused from {tmp_path / 'kept'}: the frozen warm start" in reused.stdout
+    assert "[claim] warm start, " not in reused.stdout and "GRPO seed 0 from" in reused.stdout
+    assert json.loads((v3 / "protocol.json").read_text())["reuse_rounds"] == str(tmp_path / "kept")
+    assert json.loads((v3 / "grpo/seed-0/recipe.json").read_text())["grpo"]["learning_rate"] == 0.002
 
 
 def test_a_training_stage_runs_in_its_own_process_and_its_failure_stops_the_claim(tmp_path):
