@@ -9,7 +9,7 @@ TORCH_INDEX ?=
 NPM_SERVERS := @modelcontextprotocol/server-memory@2026.8.31 @modelcontextprotocol/server-filesystem@2026.8.31
 
 .PHONY: setup demo test test-fast notebooks docs-notebooks lint bench reproduce-cpu reproduce-claim \
-	reproduce-claim-v2 keep-claim-v2 clean
+	reproduce-claim-v2 keep-claim-v2 reproduce-claim-v3 keep-claim-v3 clean
 
 setup: $(STAMP)
 
@@ -89,6 +89,18 @@ reproduce-claim-v2: setup
 
 keep-claim-v2: setup
 	$(CLAIM_V2) --keep-now
+
+# The third protocol (docs/cpu-proof/README.md, "Protocol v3"): recipe cpu-learn-rft3 (v2's with GRPO on
+# lookups and writes only); v2's frozen warm start and the RFT rounds it kept are reused, not trained again
+# (--reuse-rounds: refused unless the protocols differ in the GRPO stage and seeds alone); test seeds 7101
+# and 7102; docs/cpu-proof/claim-v3.json. Resumable; after stopping it part-way, `make keep-claim-v3`.
+CLAIM_V3 := $(BIN)/python -m bench.reproduce_claim runs/claim-v3 --keep docs/cpu-proof/claim-v3/kept
+reproduce-claim-v3: setup
+	$(CLAIM_V3) --recipe cpu-learn-rft3 --sft-lengths 120 --test-seeds 7101,7102 \
+	    --reuse-rounds docs/cpu-proof/claim-v2/kept --out docs/cpu-proof/claim-v3.json
+
+keep-claim-v3: setup
+	$(CLAIM_V3) --keep-now
 
 clean:
 	rm -rf build runs .pytest_cache .ruff_cache

@@ -108,7 +108,19 @@ def test_only_the_claim_recipes_have_rft_rounds_and_the_others_write_recipe_json
     assert {k: v for k, v in two.to_dict().items() if k not in ("name", "description", "rft")} == {
         k: v for k, v in mine.items() if k not in ("name", "description", "rft")
     }
-    for name in set(cfg.list_recipes()) - {"cpu-learn-rft", "cpu-learn-rft2"}:
+    # cpu-learn-rft3 (the third protocol's): cpu-learn-rft2 with GRPO on lookups and writes only, so that
+    # it may reuse the second protocol's warm start and rounds (bench.reproduce_claim --reuse-rounds)
+    three = cfg.load_recipe("cpu-learn-rft3").to_dict()
+    grpo_only = ("name", "description", "grpo_task_kinds", "grpo_sampling")
+    assert {k: v for k, v in three.items() if k not in grpo_only} == {
+        k: v for k, v in two.to_dict().items() if k not in grpo_only
+    }
+    assert three["grpo_task_kinds"] == ["lookup", "write"]
+    assert {k: w for k, w in three["grpo_sampling"]["kind_weights"].items() if w} == {
+        "lookup": 1.0,
+        "write": 1.0,
+    }
+    for name in set(cfg.list_recipes()) - {"cpu-learn-rft", "cpu-learn-rft2", "cpu-learn-rft3"}:
         shipped = cfg.load_recipe(name)
         assert shipped.rft is None and not RftConfig.from_section(shipped.rft).on
         assert "rft" not in shipped.to_dict()  # recipe.json has the keys it had before the section
