@@ -542,6 +542,8 @@ def status(root: Path) -> list[str]:
         f"protocol: recipe {p['recipe']}; SFT lengths {p['sft_lengths']}; GRPO seeds {p['grpo_seeds']}; "
         f"test seeds {p['test_seeds']} x {p['test_tasks']} tasks; {p['samples']} samples a task"
     ]
+    if p.get("reuse_rounds"):
+        lines[0] += f"; the warm start and the RFT rounds it held reused from {p['reuse_rounds']}"
     settings = p.get("recipe_settings") or {}
     grpo_steps = int((settings.get("grpo") or {}).get("max_steps", 0))
     for steps in p["sft_lengths"]:

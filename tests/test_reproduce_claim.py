@@ -233,6 +233,8 @@ def test_reused_rounds_are_copied_once_without_the_earlier_grpo(tmp_path):
     args = _args(set=["grpo.max_steps=4"], test_seeds=[7101, 7102], reuse_rounds=src)
     rc.open_root(root, rc.protocol(args))
     assert rc.reuse_stage(root, src, args) == ["the frozen warm start", "seed 0's 2 RFT rounds"]
+    assert rc.status(root)[0].endswith(f"; the warm start and the RFT rounds it held reused from {src}")
+    assert rc.status(root)[3] == "GRPO seed 0: RFT round 1 done; RFT round 2 done; GRPO not started"
     assert rc.freeze_stage(root, {}) == 120  # the copy passes the frozen record's hashes
     assert (root / "warm/sft-120/eval/dev/results.jsonl").read_text() == "dev"
     run = root / "grpo" / "seed-0"
