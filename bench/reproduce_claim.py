@@ -30,8 +30,9 @@ what one trainer leaves in memory does not add to the next one's on a 24 GB mach
 ``--keep DIR`` carries a run across machines whose disks do not last (a session's machine keeps only what
 was committed): on start, the files DIR holds and ROOT lacks are copied into ROOT; after each stage, and
 with ``--keep-now`` alone (after a run was stopped part-way), ROOT's kept files
-(``ClaimFolder.kept_files``: adapters, summaries, samples, test sets, evaluations; no checkpoints) are
-copied into DIR, to be committed. Nothing trained or evaluated changes by it; a stage stopped part-way
+(``ClaimFolder.kept_files``: adapters, summaries, samples, test sets, evaluations, and the last complete
+checkpoint of a GRPO seed stopped part-way) are copied into DIR, to be committed. Nothing trained or
+evaluated changes by it; a GRPO seed stopped part-way goes on from its carried checkpoint, any other stage
 starts again from its last kept output.
 
 The protocol's numbers are the defaults. Smaller ones (``--sft-lengths``, ``--grpo-seeds``, ...) make a

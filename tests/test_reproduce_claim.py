@@ -135,10 +135,9 @@ def test_a_root_is_kept_without_checkpoints_and_restored_on_another_machine(tmp_
         "grpo/seed-0/rft/samples.jsonl": "s",  # sampled, not fine-tuned yet: kept, so as not to sample again
         "grpo/seed-0/rft-2/sample-parts/part-0000.jsonl": "not kept",
         "grpo/seed-0/rft-2/checkpoint-10/adapter_config.json": "not kept",
-        "grpo/seed-0/grpo/checkpoint-2/adapter_config.json": "not kept",
         "grpo/seed-0/grpo/vllm-lora/step-0/adapter_config.json": "not kept",
-        "grpo/seed-0/grpo/rollouts.jsonl": "not kept: GRPO not done, it starts again",
         "grpo/seed-1/adapter/adapter_config.json": "{}",
+        "grpo/seed-1/grpo/checkpoint-8/trainer_state.json": "not kept: the seed's adapter is there",
         "grpo/seed-1/grpo/rollouts.jsonl": "r",
         "grpo/seed-1/grpo/vllm-lora/step-8/adapter_config.json": "not kept",
         "grpo/seed-0/merged/model.safetensors": "not kept",
@@ -418,3 +417,49 @@ def test_a_stage_ends_when_its_run_leaves_a_child_process_running(capsys):
     assert stopped == [f"engine-core (pid {child.pid})"] and not child.is_alive()
     assert "stopped what the stage left running: engine-core" in capsys.readouterr().out
     assert rc.reap_children() == []
+
+
+def test_a_grpo_stopped_part_way_carries_its_last_complete_checkpoint_until_its_adapter_is_there(tmp_path):
+    """A GRPO seed spans machines: its last checkpoint that the Trainer finished writing (with
+    ``trainer_state.json``) and its rollouts go into the kept folder, older checkpoints leave it, and once
+    the adapter is written no checkpoint is carried; a new machine gets the checkpoint back, where
+    ``last_checkpoint`` resumes from it."""
+    from toolkit.runs import ADAPTER_MARKER
+    from toolkit.train.resume import last_checkpoint
+
+    root, keep = tmp_path / "claim", tmp_path / "kept"
+    grpo = root / "grpo/seed-2/grpo"
+    _write(root, {"protocol.json": "{}", "grpo/seed-2/grpo/rollouts.jsonl": "r"})
+    for step in (2, 4):
+        _write(
+            grpo,
+            {f"checkpoint-{step}/adapter_model.safetensors": "w", f"checkpoint-{step}/optimizer.pt": "o"},
+        )
+    (grpo / "checkpoint-2" / "trainer_state.json").write_text("{}")  # checkpoint-4 cut short by the stop
+
+    def carried():
+        return sorted(str(p.relative_to(keep)) for p in keep.rglob("*") if p.is_file())
+
+    rc.keep_outputs(root, keep)
+    assert carried() == [
+        "grpo/seed-2/grpo/checkpoint-2/adapter_model.safetensors",
+        "grpo/seed-2/grpo/checkpoint-2/optimizer.pt",
+        "grpo/seed-2/grpo/checkpoint-2/trainer_state.json",
+        "grpo/seed-2/grpo/rollouts.jsonl",
+        "protocol.json",
+    ]
+    fresh = tmp_path / "machine-2" / "claim"
+    rc.restore_kept(fresh, keep)
+    assert last_checkpoint(fresh / "grpo/seed-2/grpo") == str(fresh / "grpo/seed-2/grpo/checkpoint-2")
+
+    (grpo / "checkpoint-4" / "trainer_state.json").write_text("{}")  # saved in full on the next run
+    rc.keep_outputs(root, keep)
+    assert [p for p in carried() if "checkpoint" in p] == [
+        "grpo/seed-2/grpo/checkpoint-4/adapter_model.safetensors",
+        "grpo/seed-2/grpo/checkpoint-4/optimizer.pt",
+        "grpo/seed-2/grpo/checkpoint-4/trainer_state.json",
+    ]
+    _write(root, {"grpo/seed-2/adapter/" + ADAPTER_MARKER: "{}"})  # GRPO done
+    rc.keep_outputs(root, keep)
+    assert [p for p in carried() if "checkpoint" in p] == []
+    assert "grpo/seed-2/grpo/rollouts.jsonl" in carried()

@@ -370,29 +370,51 @@ class ClaimFolder:
         --keep``): every file in the root but trainer checkpoints, merged models, RFT sample parts (a
         round's ``samples.jsonl`` holds them once written; it is kept until the round's adapter is
         there, about 7 MB), vLLM's per-step adapters, evaluation viewers (``toolkit.eval.viewer`` makes
-        them again from the results), a GRPO seed's trainer output until its adapter is there (a GRPO
-        stopped part-way starts again), the warm starts' own runs (the frozen copy
-        and its record stand for them; their dev evaluations are kept) and each GRPO seed's ``sft/`` (its
-        copy of the frozen warm start, copied again on resume). What a later stage reads, and small
-        enough to commit but for the adapters (about 23 MB each)."""
+        them again from the results), the warm starts' own runs (the frozen copy and its record stand for
+        them; their dev evaluations are kept) and each GRPO seed's ``sft/`` (its copy of the frozen warm
+        start, copied again on resume). One checkpoint is carried: a GRPO seed stopped part-way keeps its
+        last complete one (``last_complete_checkpoint``, about 70 MB with the optimizer's state) and its
+        rollouts, so that the next machine goes on from it instead of step 0 (the recipes save every few
+        steps for this); once the seed's adapter is there, no checkpoint of it is carried. What a later
+        stage reads, and small enough to commit but for the adapters (about 23 MB each)."""
         kept = []
         for path in sorted(self.root.rglob("*")):
             parts = path.relative_to(self.root).parts
-            if not path.is_file() or any(p.startswith("checkpoint-") or p in _NOT_KEPT for p in parts):
+            if not path.is_file() or any(p in _NOT_KEPT for p in parts):
                 continue
             if parts[0] == "warm" and (len(parts) < 3 or parts[2] != "eval"):
                 continue
             if parts[0] == "grpo" and len(parts) > 2 and parts[2] == "sft":
                 continue
-            if parts[0] == "grpo" and len(parts) > 2 and parts[2] == "grpo":  # GRPO's trainer output:
-                if not (
-                    self.grpo_run(int(parts[1].removeprefix("seed-"))).adapter / ADAPTER_MARKER
-                ).is_file():
-                    continue  # a GRPO stopped part-way starts again (its checkpoints are not carried)
+            if (
+                parts[0] == "grpo"
+                and len(parts) > 3
+                and parts[2] == "grpo"
+                and parts[3].startswith("checkpoint-")
+            ):
+                run = self.grpo_run(int(parts[1].removeprefix("seed-")))
+                if (run.adapter / ADAPTER_MARKER).is_file() or parts[3] != getattr(
+                    last_complete_checkpoint(run.grpo), "name", None
+                ):
+                    continue
+            elif any(p.startswith("checkpoint-") for p in parts):
+                continue
             if path.name == "samples.jsonl" and (path.parent / "adapter" / ADAPTER_MARKER).is_file():
                 continue  # an RFT round done: its summary has the counts; the samples only spare resampling
             kept.append(path)
         return kept
+
+
+def last_complete_checkpoint(folder: Path) -> Path | None:
+    """The highest-numbered ``checkpoint-N`` in a trainer's output ``folder`` that holds its
+    ``trainer_state.json`` (the Trainer writes it after the weights and the optimizer's state, so a save
+    cut short by a stop has none); None: no such checkpoint."""
+    found = [
+        (int(p.name.removeprefix("checkpoint-")), p)
+        for p in folder.glob("checkpoint-*")
+        if p.name.removeprefix("checkpoint-").isdigit() and (p / "trainer_state.json").is_file()
+    ]
+    return max(found)[1] if found else None
 
 
 # Folder and file names a claim's root never carries between machines (ClaimFolder.kept_files).
