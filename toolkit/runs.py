@@ -373,10 +373,15 @@ class ClaimFolder:
         them again from the results), the warm starts' own runs (the frozen copy and its record stand for
         them; their dev evaluations are kept) and each GRPO seed's ``sft/`` (its copy of the frozen warm
         start, copied again on resume). One checkpoint is carried: a GRPO seed stopped part-way keeps its
-        last complete one (``last_complete_checkpoint``, about 70 MB with the optimizer's state) and its
+        last complete one (``last_complete_checkpoint``, 60 MB with the optimizer's state) and its
         rollouts, so that the next machine goes on from it instead of step 0 (the recipes save every few
         steps for this); once the seed's adapter is there, no checkpoint of it is carried. What a later
         stage reads, and small enough to commit but for the adapters (about 23 MB each)."""
+        carried = set()  # the one checkpoint folder carried for each GRPO seed stopped part-way
+        for seed in self.root.glob("grpo/seed-*"):
+            run = RunFolder(seed)
+            last = None if (run.adapter / ADAPTER_MARKER).is_file() else last_complete_checkpoint(run.grpo)
+            carried |= {last} if last else set()
         kept = []
         for path in sorted(self.root.rglob("*")):
             parts = path.relative_to(self.root).parts
@@ -386,18 +391,7 @@ class ClaimFolder:
                 continue
             if parts[0] == "grpo" and len(parts) > 2 and parts[2] == "sft":
                 continue
-            if (
-                parts[0] == "grpo"
-                and len(parts) > 3
-                and parts[2] == "grpo"
-                and parts[3].startswith("checkpoint-")
-            ):
-                run = self.grpo_run(int(parts[1].removeprefix("seed-")))
-                if (run.adapter / ADAPTER_MARKER).is_file() or parts[3] != getattr(
-                    last_complete_checkpoint(run.grpo), "name", None
-                ):
-                    continue
-            elif any(p.startswith("checkpoint-") for p in parts):
+            if any(p.startswith("checkpoint-") for p in parts) and carried.isdisjoint(path.parents):
                 continue
             if path.name == "samples.jsonl" and (path.parent / "adapter" / ADAPTER_MARKER).is_file():
                 continue  # an RFT round done: its summary has the counts; the samples only spare resampling
