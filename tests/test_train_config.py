@@ -295,6 +295,30 @@ def test_metrics_file_drops_steps_after_the_resumed_checkpoint(tmp_path):
     assert [r["step"] for r in rows] == [11, 12] and rows[0]["phase"] == "grpo" and rows[1]["reward"] == 0.2
 
 
+def test_metrics_file_drops_a_phase_restarted_from_step_0_but_not_an_earlier_round(tmp_path):
+    """Before: a GRPO stopped before its first checkpoint and begun again from step 0 kept the stopped
+    attempt's rows (the callback skipped the cleanup at step 0), so the file had two rows for a step."""
+    from types import SimpleNamespace
+
+    from toolkit.train.callbacks import MetricsJsonlCallback
+
+    path = tmp_path / "metrics.jsonl"
+
+    def log(cb: MetricsJsonlCallback, steps: range) -> None:
+        for step in steps:
+            state = SimpleNamespace(is_world_process_zero=True, global_step=step)
+            cb.on_log(None, state, None, logs={"loss": float(step)})
+
+    log(MetricsJsonlCallback(path, "rft", step_offset=10), range(1, 4))  # round 1: steps 11-13
+    log(MetricsJsonlCallback(path, "grpo", step_offset=13), range(1, 3))  # a GRPO stopped unsaved
+    round_2 = MetricsJsonlCallback(path, "rft", step_offset=13)  # a second round, from its step 0
+    round_2.on_train_begin(None, SimpleNamespace(is_world_process_zero=True, global_step=0), None)
+    again = MetricsJsonlCallback(path, "grpo", step_offset=13)
+    again.on_train_begin(None, SimpleNamespace(is_world_process_zero=True, global_step=0), None)
+    rows = [json.loads(x) for x in path.read_text().splitlines()]
+    assert [(r["phase"], r["step"]) for r in rows] == [("rft", 11), ("rft", 12), ("rft", 13)]
+
+
 def test_grpo_task_kinds_narrow_grpo_and_leave_the_warm_start_every_kind(tmp_path):
     from toolkit.records import Task
     from toolkit.train.pipeline import grpo_tasks, load_train_tasks

@@ -46,13 +46,15 @@ class MetricsJsonlCallback(TrainerCallback):
         self.started = time.time()
 
     def on_train_begin(self, args, state, control, **kwargs):  # noqa: D102
-        # A resumed run restarts at its checkpoint: drop the lines this phase logged after it, so the
-        # file has one record per step (the killed run may have logged steps it never saved).
-        if not state.is_world_process_zero or state.global_step == 0:
+        # A run restarts at its checkpoint, or at step 0 when it was stopped before its first one: drop
+        # the lines this phase logged after that point, so the file has one record per step (the stopped
+        # run may have logged steps it never saved). By the whole-run step, not the phase's own: RFT
+        # rounds share the phase "rft", and an earlier round's lines lie below this round's offset.
+        if not state.is_world_process_zero:
             return
+        last = state.global_step + self.step_offset
         drop_jsonl_records(
-            self.path,
-            lambda rec: rec.get("phase") == self.phase and rec.get("phase_step", 0) > state.global_step,
+            self.path, lambda rec: rec.get("phase") == self.phase and rec.get("step", 0) > last
         )
 
     def on_log(self, args, state, control, logs=None, **kwargs):  # noqa: D102 (TrainerCallback API)
