@@ -161,3 +161,33 @@ def test_the_command_reads_the_layout_and_writes_strict_json(tmp_path, capsys):
     assert "criteria met:" in capsys.readouterr().out
     with pytest.raises(SystemExit, match="no test-seed"):
         main([str(tmp_path / "nowhere"), "--out", str(out)])
+
+
+def _rows(markdown: str) -> set[str]:
+    """A Markdown page's table rows, spacing normalised (``| a |  |`` and ``| a | |`` are one row)."""
+    return {" ".join(line.split()) for line in markdown.splitlines() if line.startswith("| ")}
+
+
+def test_the_published_claim_tables_are_what_the_command_renders():
+    """docs/cpu-proof quotes claim.json's tables; ``toolkit.eval.claim_tables`` renders them from the file,
+    so a number copied wrong or a claim recomputed without its page fails here."""
+    from pathlib import Path
+
+    from toolkit.eval.claim_tables import group_table, guard_table, kind_table
+
+    docs = Path(__file__).resolve().parents[1] / "docs" / "cpu-proof"
+    page = _rows((docs / "README.md").read_text())
+    claim = json.loads((docs / "claim.json").read_text())
+    rendered = [row for table in (group_table, guard_table, kind_table) for row in table(claim)[2:]]
+    assert len(rendered) == 3 + 6 + 6
+    missing = [row for row in rendered if " ".join(row.split()) not in page]
+    assert not missing, f"docs/cpu-proof/README.md lacks these rows of claim.json's tables: {missing}"
+
+
+def test_the_tables_command_names_a_file_that_is_not_a_claim(tmp_path, capsys):
+    from toolkit.eval.claim_tables import main as tables_main
+
+    bad = tmp_path / "claim.json"
+    bad.write_text('{"grpo_seeds": [0]}\n')
+    with pytest.raises(SystemExit, match=r"claim\.json: not a claim\.json \(KeyError"):
+        tables_main([str(bad)])

@@ -51,6 +51,14 @@ GUARDS = ("finish_rate", "calls_per_task", "first_call_well_formed", "no_call_wh
 # under-calling raises calls per task as surely as one that repeats itself; only the second raises the
 # calls over the gold count (docs/cpu-proof, "Calls per task, split against the gold count")
 CALL_SPLIT = ("calls_under_gold", "calls_over_gold")
+# each guard's bar on its seed-mean diff: (">=" or "<=", bound); criteria() names them from it
+GUARD_BARS = {
+    "finish_rate": (">=", -0.03),
+    "calls_per_task": ("<=", 0.10),
+    "first_call_well_formed": (">=", -0.03),
+    # not in issue 49's list: the loophole its calls-per-task guard leaves open (module docstring)
+    "no_call_when_needed": ("<=", 0.03),
+}
 WARM_START = "warm_start"
 PASS = 0.75
 
@@ -219,12 +227,19 @@ def criteria(claim: dict[str, Any]) -> dict[str, bool]:
         "in_template_greedy_diff_above_0_on_each_test_seed": bool(greedy)
         and all(block["diff"] > 0 for block in greedy["per_test_seed"].values()),
         "in_template_sampled_ci_low_above_0": bool(sampled) and sampled["ci_low"] > 0,
-        "finish_rate_diff_at_least_-0.03": guards["finish_rate"]["diff"] >= -0.03,
-        "calls_per_task_diff_at_most_0.10": guards["calls_per_task"]["diff"] <= 0.10,
-        "first_call_well_formed_diff_at_least_-0.03": guards["first_call_well_formed"]["diff"] >= -0.03,
-        # not in issue 49's list: the loophole its calls-per-task guard leaves open (module docstring)
-        "no_call_when_needed_diff_at_most_0.03": guards["no_call_when_needed"]["diff"] <= 0.03,
+        **{guard_criterion(g): guard_met(g, guards[g]["diff"]) for g in GUARDS},
     }
+
+
+def guard_criterion(guard: str) -> str:
+    """``finish_rate_diff_at_least_-0.03``: a guard's name in ``criteria``, its bar in it."""
+    sign, bound = GUARD_BARS[guard]
+    return f"{guard}_diff_{'at_least' if sign == '>=' else 'at_most'}_{bound:.2f}"
+
+
+def guard_met(guard: str, diff: float) -> bool:
+    sign, bound = GUARD_BARS[guard]
+    return diff >= bound if sign == ">=" else diff <= bound
 
 
 def criteria_lines(claim: dict[str, Any]) -> list[str]:
