@@ -211,3 +211,33 @@ def test_a_claim_with_a_seed_missing_ships_nothing_and_claim_needs_a_claim_root(
     assert not dest.exists()
     assert main(["ship", str(run), str(dest), "--claim", str(tmp_path / "claim.json")]) == 2
     assert "is not a claim's root" in capsys.readouterr().err and not dest.exists()
+
+
+def test_a_claim_whose_warm_start_was_made_elsewhere_ships_without_its_curve_and_says_so(
+    claim_root, tmp_path, capsys
+):
+    """Before: a root whose frozen warm start came from another machine or claim (protocol v3 reuses v2's;
+    a kept root keeps the frozen copy, not its run) could not be shipped at all: its SFT metrics are not
+    there. Now the seeds ship with their curves and the record says which curve is absent and why; a root
+    that holds the warm start's run but not its metrics is still refused."""
+    from toolkit.cli import main
+
+    elsewhere = tmp_path / "claim"
+    shutil.copytree(claim_root, elsewhere)
+    protocol = {"grpo_seeds": [0, 1], "recipe": "cpu-learn-rft", "sft_lengths": [30], "test_seeds": [7101]}
+    (elsewhere / "protocol.json").write_text(json.dumps({**protocol, "reuse_rounds": "kept-v2"}))
+    (elsewhere / "warm" / "sft-30" / "metrics.jsonl").unlink()
+    dest = tmp_path / "shipped"
+    assert main(["ship", str(elsewhere), str(dest)]) == 0
+    assert "no warm-start curve" in capsys.readouterr().out
+    shipped = ship.load_shipped(dest)
+    assert list(shipped.curves) == ["grpo-seed0", "grpo-seed1"]
+    assert "not in the root" in shipped.record["curves_absent"]["warm_start"]
+    assert shipped.record["commands"]["reproduce"] == (
+        "python -m bench.reproduce_claim ROOT --recipe cpu-learn-rft --sft-lengths 30 --grpo-seeds 0,1 "
+        "--test-seeds 7101 --reuse-rounds kept-v2 --out claim.json"
+    )
+
+    (elsewhere / "warm" / "sft-30" / "sft" / "adapter").mkdir(parents=True)  # its run here, its metrics not
+    assert main(["ship", str(elsewhere), str(tmp_path / "again")]) == 1
+    assert "training metrics missing" in capsys.readouterr().err and not (tmp_path / "again").exists()

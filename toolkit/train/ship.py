@@ -34,6 +34,7 @@ from typing import Any
 
 from toolkit.paths import DATA_DIR
 from toolkit.runs import ClaimFolder, RunFolder, ShippedFolder, grpo_seed_name, seed_set_name
+from toolkit.train.runlog import log
 
 ADAPTERS_DIR = DATA_DIR / "adapters"
 DEFAULT_SHIPPED = "cpu-learn"  # the frozen issue-31 recipe's adapters
@@ -255,15 +256,25 @@ def ship_claim(root: str | Path, dest: str | Path, claim_file: str | Path | None
     }
     recipe_file = claim.grpo_run(seeds[0]).recipe_file
     _check_sources(sources, recipe_file, "a finished claim")
+    protocol = json.loads(claim.protocol_file.read_text())
     sft_steps = json.loads(claim.warm_start_record.read_text())["sft_steps"]
-    curves = {
-        "warm_start": claim.warm_run(sft_steps).metrics_file,
-        **{grpo_seed_name(s): claim.grpo_run(s).metrics_file for s in seeds},
-    }
+    curves = {grpo_seed_name(s): claim.grpo_run(s).metrics_file for s in seeds}
     missing = [str(path) for path in curves.values() if not path.is_file()]
     if missing:
         raise FileNotFoundError(f"a finished claim's training metrics missing: {', '.join(missing)}")
     about: dict[str, Any] = {"claim_root": str(claim.root), "grpo_seeds": seeds, "sides": list(sources)}
+    warm_run = claim.warm_run(sft_steps)
+    if warm_run.metrics_file.is_file():
+        curves = {"warm_start": warm_run.metrics_file, **curves}
+    elif not (warm_run.root / "sft" / "adapter").exists():
+        # a warm start trained on another machine (a kept root keeps the frozen copy and its dev
+        # evaluation, not its run) or reused from another claim: its SFT curve is not here to ship
+        about["curves_absent"] = {
+            "warm_start": f"{warm_run.metrics_file}: not in the root (the warm start's own run was not kept)"
+        }
+        log(f"ship: no warm-start curve: {about['curves_absent']['warm_start']}")
+    else:  # its run is here, its metrics are not: a damaged root
+        raise FileNotFoundError(f"a finished claim's training metrics missing: {warm_run.metrics_file}")
     claim_command = ""
     if claim_file is not None:
         claim_file = Path(claim_file)
@@ -275,7 +286,7 @@ def ship_claim(root: str | Path, dest: str | Path, claim_file: str | Path | None
     model = recipe["model"]
     final = ShippedFolder(dest)
     commands = {
-        "reproduce": "make reproduce-claim",
+        "reproduce": reproduce_claim_command(protocol),
         "ship": f"mcp-rl ship {claim.root} {dest}{claim_command}",
         "evaluate": (
             f"mcp-rl eval --policy {model} --adapter {final.grpo_seed(seeds[0])} --recipe "
@@ -283,6 +294,20 @@ def ship_claim(root: str | Path, dest: str | Path, claim_file: str | Path | None
         ),
     }
     return _ship(sources, recipe_file, recipe, dest, about, commands, curves)
+
+
+def reproduce_claim_command(protocol: dict[str, Any]) -> str:
+    """The ``bench.reproduce_claim`` command line that runs a claim's protocol (its ``protocol.json``)
+    again, every setting the protocol records spelled out."""
+    parts = ["python -m bench.reproduce_claim ROOT", f"--recipe {protocol['recipe']}"]
+    lists = (("--sft-lengths", "sft_lengths"), ("--grpo-seeds", "grpo_seeds"), ("--test-seeds", "test_seeds"))
+    parts += [f"{flag} {','.join(map(str, protocol[key]))}" for flag, key in lists if protocol.get(key)]
+    numbers = (("--test-tasks", "test_tasks"), ("--samples", "samples"), ("--dev-tasks", "dev_tasks"))
+    parts += [f"{flag} {protocol[key]}" for flag, key in numbers if protocol.get(key)]
+    parts += [f"--set {item}" for item in protocol.get("set") or []]
+    if protocol.get("reuse_rounds"):
+        parts.append(f"--reuse-rounds {protocol['reuse_rounds']}")
+    return " ".join(parts) + " --out claim.json"
 
 
 def _ship(
