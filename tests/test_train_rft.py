@@ -595,7 +595,8 @@ def test_a_recipe_with_rft_runs_sft_then_rft_stops_there_when_asked_and_resumes_
     assert again["rft"] == summary["rft"] and again["grpo_steps"] == 1
     records = [json.loads(line) for line in out.metrics_file.read_text().splitlines()]
     assert [rec["step"] for rec in records if rec["phase"] == "rft" and "loss" in rec] == [2]
-    assert [rec["step"] for rec in records if rec["phase"] == "grpo" and "reward" in rec] == [3, 3]
+    # one row for GRPO's step: begun again from step 0, it drops the rows its phase logged before
+    assert [rec["step"] for rec in records if rec["phase"] == "grpo" and "reward" in rec] == [3]
 
 
 @pytest.mark.integration

@@ -266,7 +266,7 @@ def ship_claim(root: str | Path, dest: str | Path, claim_file: str | Path | None
     warm_run = claim.warm_run(sft_steps)
     if warm_run.metrics_file.is_file():
         curves = {"warm_start": warm_run.metrics_file, **curves}
-    elif not (warm_run.root / "sft" / "adapter").exists():
+    elif not warm_run.sft_adapter.exists():
         # a warm start trained on another machine (a kept root keeps the frozen copy and its dev
         # evaluation, not its run) or reused from another claim: its SFT curve is not here to ship
         about["curves_absent"] = {
