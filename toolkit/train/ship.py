@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shlex
 import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -304,9 +305,9 @@ def reproduce_claim_command(protocol: dict[str, Any]) -> str:
     parts += [f"{flag} {','.join(map(str, protocol[key]))}" for flag, key in lists if protocol.get(key)]
     numbers = (("--test-tasks", "test_tasks"), ("--samples", "samples"), ("--dev-tasks", "dev_tasks"))
     parts += [f"{flag} {protocol[key]}" for flag, key in numbers if protocol.get(key)]
-    parts += [f"--set {item}" for item in protocol.get("set") or []]
+    parts += [f"--set {shlex.quote(item)}" for item in protocol.get("set") or []]
     if protocol.get("reuse_rounds"):
-        parts.append(f"--reuse-rounds {protocol['reuse_rounds']}")
+        parts.append(f"--reuse-rounds {shlex.quote(str(protocol['reuse_rounds']))}")
     return " ".join(parts) + " --out claim.json"
 
 
