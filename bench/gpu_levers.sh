@@ -94,7 +94,8 @@ case "${1:-}" in
     for d in a b c d; do
       [ "$start" -lt "$size" ] || break
       [ "$d" = a ] || { mkdir -p .dev/$d; room=$(( 63 * 1048576 - tree )); }
-      tail -c +"$((start + 1))" .dev/dl/model.gguf | head -c "$room" > .dev/$d/gguf.part$i
+      dd if=.dev/dl/model.gguf of=.dev/$d/gguf.part$i bs=1M iflag=skip_bytes,count_bytes skip="$start" \
+        count="$room" status=none
       start=$((start + room)) i=$((i + 1)) last=$d dirs="$dirs .dev/$d"
     done
     [ "$start" -ge "$size" ] || { echo "the model does not fit in four carried folders"; exit 1; }
