@@ -81,7 +81,7 @@ class SamplingConfig:
             without first-turn gold calls gets no guided round. In [0, 1]; needs dynamic sampling on.
             Measured once (docs/cpu-proof/README.md, "Lever: guidance ..."; share 0.5, lookups and writes,
             T 0.5): inert, 5 of 6 guided groups ended all alike (a one-call task's share rounds up to its
-            whole call, and what follows it is near-deterministic), so no slot was taken from them.
+            whole call, and what follows it is near-deterministic) and could not take their slots.
         guide_decay_steps: 0 (a constant ``guide_share``), or the share falls linearly to 0 over this many
             optimizer steps (``guide_share_at``): guidance is withdrawn as training goes on.
         guide_below: a slot's episodes all failed when its best episode scores below this on
