@@ -8,7 +8,7 @@ TORCH_INDEX ?=
 # The two third-party MCP servers the tests use through the external-server path.
 NPM_SERVERS := @modelcontextprotocol/server-memory@2026.8.31 @modelcontextprotocol/server-filesystem@2026.8.31
 
-.PHONY: setup demo test test-fast notebooks docs-notebooks lint bench reproduce-cpu reproduce-claim \
+.PHONY: setup demo test test-fast notebooks docs-notebooks lint bench reproduce-cpu reproduce-cpu-learn reproduce-claim \
 	reproduce-claim-v2 keep-claim-v2 reproduce-claim-v3 keep-claim-v3 clean
 
 setup: $(STAMP)
@@ -69,7 +69,20 @@ lint: setup
 bench: setup
 	$(BIN)/python -m bench.run_all
 
+# Issue 49's claim end to end on this machine, as the current protocol (v3, docs/cpu-proof/README.md) makes
+# it, from nothing: the 120-step warm start (trained, evaluated on the dev set, frozen), then for GRPO seeds
+# 0, 1 and 2 two RFT rounds and GRPO's 8 steps on lookups and writes, then the warm start and every seed's
+# adapter on test seeds 7101 and 7102 (300 tasks, greedy and 4 samples a task), and the claim:
+# runs/reproduce-cpu/claim.json, to set beside the committed docs/cpu-proof/claim-v3.json. Resumable: run it
+# again and it goes on from the stages it finished (`python -m bench.reproduce_claim runs/reproduce-cpu
+# --status` says where it stands). Hours: about 10 on a 2-core AVX-512 CPU, three or four times that on AVX2.
 reproduce-cpu: setup
+	$(BIN)/python -m bench.reproduce_claim runs/reproduce-cpu --recipe cpu-learn-rft3 --sft-lengths 120 \
+	    --test-seeds 7101,7102 --out runs/reproduce-cpu/claim.json
+
+# One run of the shipped cpu-learn recipe (data/adapters/cpu-learn): warm start, GRPO, the dev-set curve,
+# the four test sets; notebook 04 shows its run folder (runs/cpu-learn) when it exists.
+reproduce-cpu-learn: setup
 	$(BIN)/mcp-rl train --recipe cpu-learn --out runs/cpu-learn --evaluate --curve --test
 
 # Issue 49's claim, recipe cpu-learn-rft: warm starts of 30/60/120 SFT steps, the best frozen, GRPO seeds

@@ -35,7 +35,7 @@ RECIPE = "cpu-demo"
 
 
 def cpu_demo_tasks(workdir: Path) -> tuple[Any, list[Any], list[Any]]:
-    """(recipe, GRPO tasks, held-out tasks) of the cpu-demo recipe, synthesised as `make reproduce-cpu` does."""
+    """(recipe, GRPO tasks, held-out tasks) of the cpu-demo recipe, synthesised as `mcp-rl train --recipe cpu-demo` does."""
     from toolkit.train.config import load_recipe
     from toolkit.train.task_sources import grpo_tasks, load_train_tasks, read_tasks, resolve_task_files
 

@@ -76,7 +76,7 @@ OUT_DIR = "../build/notebooks/04_grpo_training"
 RECIPE = "cpu-demo"  # bespoke | scale | prove | cpu-demo (toolkit/train/recipes/*.yaml)
 MODEL = None  # None: the recipe's model (cpu-demo: the embedded smollm2-135m)
 # Budgets: a 15-minute tour on a 2-core AVX-512 CPU, about 40 minutes on AVX2 only (`make demo`). The full
-# CPU proof is `make reproduce-cpu` (the `cpu-learn` recipe at its own budgets: a 60-step warm start, 8 GRPO
+# CPU proof is `make reproduce-cpu-learn` (the `cpu-learn` recipe at its own budgets: a 60-step warm start, 8 GRPO
 # steps of 4 tasks x 8 episodes, 200 dev and 2 x 200 test tasks); its run folder is shown at the end of this
 # notebook when it exists (PROOF_RUN).
 SFT_STEPS = 20  # warm-start steps (batch 4)
@@ -86,7 +86,7 @@ N_EVAL = 30  # held-out tasks for the before/after comparison; the recipe's own 
 EVALUATE = True  # greedy held-out evaluation of the SFT-only and the GRPO model
 THREADS = 0  # torch CPU threads (0: torch's default)
 BACKEND = None  # None: the recipe's (cpu-demo: vllm, or cpu where vLLM is not installed) | cpu | vllm | gpu
-PROOF_RUN = "../runs/cpu-learn"  # a finished `make reproduce-cpu` run folder, shown when present
+PROOF_RUN = "../runs/cpu-learn"  # a finished `make reproduce-cpu-learn` run folder, shown when present
 PROOF_RECORD = "../docs/cpu-proof/run25"  # the kept cpu-learn run (summary, metrics, figures): run 25
 
 # %%
@@ -227,10 +227,10 @@ else:
 # the same held-out tasks (tables, paired bootstrap, figures).
 
 # %% [markdown]
-# ## The full CPU proof (`make reproduce-cpu`)
+# ## The full CPU proof (`make reproduce-cpu-learn`)
 #
 # A few GRPO steps on 30 tasks (above) show the machinery, not learning: the confidence intervals are
-# wider than any change such a short run can make. `make reproduce-cpu` runs the `cpu-learn` recipe at its
+# wider than any change such a short run can make. `make reproduce-cpu-learn` runs the `cpu-learn` recipe at its
 # own budgets and writes `runs/cpu-learn`: the warm start, GRPO, the dev-set learning curve and the four
 # test sets (about 1.2 hours on a 2-core CPU with AVX-512 BF16; every stage and run in
 # docs/cpu-proof/README.md). When that folder exists, its curves and its paired comparisons (SFT-only vs
@@ -273,7 +273,7 @@ else:
     print(f"no kept proof record at {record.resolve()}")
 
 proof = RunFolder(PROOF_RUN)
-if not SMOKE and proof.summary_file.exists():  # your own `make reproduce-cpu` run
+if not SMOKE and proof.summary_file.exists():  # your own `make reproduce-cpu-learn` run
     proof_summary = json.loads(proof.summary_file.read_text())
     paths = plot_training_curves(proof.metrics_file, out_dir, name="proof_training_curves")
     display(Image(filename=str(next(p for p in paths if str(p).endswith(".png")))))
@@ -283,7 +283,9 @@ if not SMOKE and proof.summary_file.exists():  # your own `make reproduce-cpu` r
         print(f"test set, synth seed {seed}:")
         display(comparison_table(test["comparison"]))
 else:
-    print(f"no finished proof run of your own at {proof.root.resolve()}: `make reproduce-cpu` writes one")
+    print(
+        f"no finished proof run of your own at {proof.root.resolve()}: `make reproduce-cpu-learn` writes one"
+    )
 
 # %% [markdown]
 # ## On a GPU (Colab T4 / A100 / H100)

@@ -45,7 +45,7 @@ if "google.colab" in sys.modules:
 #    frozen `cpu-learn` recipe's full run, kept in the repository. Both are evaluated here on held-out tasks
 #    synthesized fresh from a seed that no run used for training, tuning or its test sets, so the gain this
 #    notebook shows is measured, not copied from a record. This is the tutorial's result.
-# 2. **The claim** (`data/adapters/cpu-learn-rft/`, once shipped): one frozen warm start and the GRPO
+# 2. **The claim** (`data/adapters/cpu-learn-rft3/`, once shipped): one frozen warm start and the GRPO
 #    adapters of three training seeds, evaluated the same way; its number is the mean over the seeds.
 # 3. **Notebook 04's own run**: a short live run (a few GRPO steps on 2 cores). It shows that the pipeline
 #    runs and what its curves look like; it is too short to show a gain outside its confidence interval.
@@ -76,7 +76,7 @@ if "google.colab" in sys.modules:
 # `toolkit/data/adapters/cpu-learn` in an installed kit); `N_SHIPPED` held-out tasks from synth seed
 # `SHIPPED_SEED` (2028: the dev set is seed 1, the test sets 2026, 2027, 2031 and 2032). The claim's
 # adapters (`CLAIM_ADAPTERS`, issue 49) on `N_CLAIM` tasks of each of `CLAIM_TEST_SEEDS` (the claim's own
-# test sets were seeds 3101 and 3102), greedy, plus `CLAIM_SAMPLES` sampled episodes a task. With
+# test sets were seeds 7101 and 7102), greedy, plus `CLAIM_SAMPLES` sampled episodes a task. With
 # `TRAIN_RUN = None`, notebook 04's run from beside this notebook's output folder is read (`make demo` runs
 # 04, then 05); any `mcp-rl train --out DIR` folder works too. `SMOKE = True` (what CI injects) keeps the
 # budgets tiny: two tasks per suite and short generations, on the tiny model notebook 04 trained in smoke
@@ -90,7 +90,7 @@ N_SHIPPED = 200  # held-out tasks for the shipped pair (paired 95% CI about +-0.
 SHIPPED_SEED = 2028  # synth seed of those tasks: no run trains, tunes or tests on it
 SHIPPED_BACKEND = None  # None: the shipped recipe's (vllm, or cpu where vLLM is not installed)
 SHIPPED_RECORD = "../docs/cpu-proof/run25"  # the shipped run's published record (its learning curve)
-CLAIM_ADAPTERS = None  # a claim's `mcp-rl ship ROOT DEST --claim` folder; None: data/adapters/cpu-learn-rft
+CLAIM_ADAPTERS = None  # a claim's `mcp-rl ship ROOT DEST --claim` folder; None: data/adapters/cpu-learn-rft3
 CLAIM_TEST_SEEDS = [4101]  # synth seeds of the claim's fresh test sets: no run trains, tunes or tests on them
 N_CLAIM = 200  # tasks per test set (the claim itself used 2 x 300)
 CLAIM_SAMPLES = 0  # sampled episodes a task beside greedy (the claim used 4); 0: greedy only
@@ -171,7 +171,7 @@ else:
     print(
         f"no shipped adapters in {shipped_dir.resolve()}: a finished run ships them with\n"
         f"  mcp-rl ship RUN {shipped_dir}\n"
-        "(RUN: e.g. `make reproduce-cpu`'s run folder); this section is skipped"
+        "(RUN: e.g. `make reproduce-cpu-learn`'s run folder); this section is skipped"
     )
 
 if shipped is not None:
@@ -277,10 +277,11 @@ if shipped is not None:
 # %% [markdown]
 # ## The claim: three GRPO seeds against one frozen warm start
 #
-# One GRPO run can be a lucky seed. Issue 49's claim (`make reproduce-claim`, the protocol in
-# `docs/cpu-proof/README.md`) froze one warm start, trained the `cpu-learn-rft` recipe from it (a round of
-# rejection-sampling fine-tuning, then GRPO) with three training seeds, and `mcp-rl ship ROOT DEST --claim`
-# kept the warm start and every seed's adapter in `data/adapters/cpu-learn-rft`.
+# One GRPO run can be a lucky seed. Issue 49's claim (its third protocol, `make reproduce-claim-v3`, in
+# `docs/cpu-proof/README.md`) froze one warm start, trained the `cpu-learn-rft3` recipe from it (two rounds
+# of rejection-sampling fine-tuning on the model's own right episodes, then GRPO on lookups and writes) with
+# three training seeds, and `mcp-rl ship ROOT DEST --claim` kept the warm start and every seed's adapter in
+# `data/adapters/cpu-learn-rft3`.
 #
 # Here they are evaluated afresh on test sets from seeds no run has used (`CLAIM_TEST_SEEDS`), with
 # `toolkit.train.claim_eval`, the code the claim itself ran; `mcp-rl eval-claim DEST OUT --test-seeds ...`
@@ -296,7 +297,7 @@ if shipped is not None:
 from toolkit.eval.claim import GROUPS, criteria_lines
 from toolkit.train.claim_eval import evaluate_shipped_claim
 
-claim_dir = Path(CLAIM_ADAPTERS) if CLAIM_ADAPTERS else shipped_folder("cpu-learn-rft")
+claim_dir = Path(CLAIM_ADAPTERS) if CLAIM_ADAPTERS else shipped_folder("cpu-learn-rft3")
 claim_shipped = None
 if SMOKE:
     claim_shipped = shipped  # the smoke pair shipped above (None when notebook 04 has not run)
@@ -305,8 +306,8 @@ elif ShippedFolder(claim_dir).record_file.exists():
     claim_shipped = load_shipped(claim_dir)
 else:
     print(
-        f"no shipped claim in {claim_dir.resolve()}: `make reproduce-claim` makes one (hours on a CPU), then\n"
-        f"  mcp-rl ship runs/claim {claim_dir} --claim docs/cpu-proof/claim.json\n"
+        f"no shipped claim in {claim_dir.resolve()}: `make reproduce-cpu` makes one (hours on a CPU), then\n"
+        f"  mcp-rl ship runs/reproduce-cpu {claim_dir} --claim runs/reproduce-cpu/claim.json\n"
         "ships it; this section is skipped"
     )
 
@@ -338,7 +339,7 @@ if claim_shipped is not None:
 
 # %% [markdown]
 # What the claim recorded when it was made (`record.json` keeps its `claim.json`): the same tables on its
-# own test sets, seeds 3101 and 3102, 300 tasks each, greedy and 4 sampled episodes a task.
+# own test sets, seeds 7101 and 7102, 300 tasks each, greedy and 4 sampled episodes a task.
 
 # %%
 if claim_shipped is not None:

@@ -81,11 +81,11 @@ def test_the_mcp_client_snippet_for_serve_runs(tmp_path):
 
 
 def test_train_help_names_the_recipe_the_cpu_proof_runs():
-    """Before: `train --help` called `--recipe cpu-demo` "the CPU proof"; make reproduce-cpu runs cpu-learn."""
+    """Before: `train --help` called `--recipe cpu-demo` "the CPU proof"; make reproduce-cpu-learn runs cpu-learn."""
     from toolkit.cli import train as commands
 
     make = (REPO_ROOT / "Makefile").read_text(encoding="utf-8")
-    proof = re.search(r"^reproduce-cpu:.*\n\t\$\(BIN\)/(mcp-rl train .*)$", make, re.M).group(1)
+    proof = re.search(r"^reproduce-cpu-learn:.*\n\t\$\(BIN\)/(mcp-rl train .*)$", make, re.M).group(1)
     lines = commands.__doc__.splitlines()
     at = next(i for i, line in enumerate(lines) if "the CPU proof" in line)
     assert proof in " ".join(lines[at - 1 : at + 1]), lines[at - 1 : at + 1]

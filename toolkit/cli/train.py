@@ -3,7 +3,7 @@ resume a run; `mcp-rl recipes`: the shipped recipes.
 
 mcp-rl train --recipe cpu-demo --out runs/cpu-demo --evaluate      the CPU demo (notebook 04, make demo)
 mcp-rl train --recipe cpu-learn --out runs/cpu-learn --evaluate --curve --test
-                                                                    the CPU proof (make reproduce-cpu)
+                                                                    the CPU proof (make reproduce-cpu-learn)
 mcp-rl train --recipe bespoke --model Qwen/Qwen2.5-1.5B-Instruct --out runs/b --max-steps 200
 mcp-rl train --out runs/cpu-demo --resume                          continue a killed run (its recipe.json)
 mcp-rl train --out runs/cpu-demo --resume --test                   evaluate once on the recipe's test sets
