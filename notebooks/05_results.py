@@ -92,8 +92,8 @@ SHIPPED_BACKEND = None  # None: the shipped recipe's (vllm, or cpu where vLLM is
 SHIPPED_RECORD = "../docs/cpu-proof/run25"  # the shipped run's published record (its learning curve)
 CLAIM_ADAPTERS = None  # a claim's `mcp-rl ship ROOT DEST --claim` folder; None: data/adapters/cpu-learn-rft3
 CLAIM_TEST_SEEDS = [4101]  # synth seeds of the claim's fresh test sets: no run trains, tunes or tests on them
-N_CLAIM = 200  # tasks per test set (the claim itself used 2 x 300)
-CLAIM_SAMPLES = 0  # sampled episodes a task beside greedy (the claim used 4); 0: greedy only
+N_CLAIM = 100  # tasks per test set (the claim used 2 x 300: fewer tasks, wider intervals)
+CLAIM_SAMPLES = 2  # sampled episodes a task beside greedy, at the recipe's temperature (the claim used 4)
 TRAIN_RUN = None  # a `mcp-rl train --out DIR` folder; None: notebook 04's run (../04_grpo_training/run)
 N_EVAL = (
     None  # held-out kit tasks when the run has no evaluation of its own (None: all of its held-out tasks)
