@@ -75,7 +75,8 @@ bench: setup
 # adapter on test seeds 7101 and 7102 (300 tasks, greedy and 4 samples a task), and the claim:
 # runs/reproduce-cpu/claim.json, to set beside the committed docs/cpu-proof/claim-v3.json. Resumable: run it
 # again and it goes on from the stages it finished (`python -m bench.reproduce_claim runs/reproduce-cpu
-# --status` says where it stands). Hours: about 10 on a 2-core AVX-512 CPU, three or four times that on AVX2.
+# --status` says where it stands). Hours, from protocol v3's stage times (docs/cpu-proof/README.md): about 8
+# on a 2-core AVX-512 CPU, about 18 on an AVX2-only one (its evaluations there run about four times slower).
 reproduce-cpu: setup
 	$(BIN)/python -m bench.reproduce_claim runs/reproduce-cpu --recipe cpu-learn-rft3 --sft-lengths 120 \
 	    --test-seeds 7101,7102 --out runs/reproduce-cpu/claim.json

@@ -366,6 +366,11 @@ def readme_range(m: re.Match) -> None:
     assert said == (f"{min(found):.2f}", f"{max(found):.2f}"), f"README says {said}, measured {sorted(found)}"
 
 
+def count_word(n: int) -> str:
+    """A small count as the prose writes it."""
+    return ["one", "two", "three", "four", "five"][n - 1]
+
+
 def regraded_dev() -> dict[str, str]:
     new = shipped_record()["grading"]["regrade_issue48"]["dev"]["new_grading"]
     return {"before": rate(new["before"]), "diff": signed(new["diff"])}
@@ -376,7 +381,7 @@ def regraded_tests() -> dict[str, str]:
     diffs = [s["new_grading"]["diff"] for s in sets.values()]
     return {
         "mean": signed(sum(diffs) / len(diffs)),
-        "n": ["one", "two", "three", "four", "five"][len(diffs) - 1],
+        "n": count_word(len(diffs)),
     }
 
 
@@ -388,7 +393,7 @@ def shipped_claim_in_template() -> dict[str, str]:
         **{f"s_{k}": v for k, v in interval(group["sampled"]).items()},
         **{f"g_{k}": v for k, v in interval(group["greedy"]).items()},
         "n_tasks": str(sum(record["claim"]["tasks_per_test_seed"].values())),
-        "n_seeds": ["one", "two", "three", "four", "five"][len(record["claim"]["grpo_seeds"]) - 1],
+        "n_seeds": count_word(len(record["claim"]["grpo_seeds"])),
     }
 
 
