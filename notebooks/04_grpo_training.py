@@ -75,7 +75,7 @@ SMOKE = False
 OUT_DIR = "../build/notebooks/04_grpo_training"
 RECIPE = "cpu-demo"  # bespoke | scale | prove | cpu-demo (toolkit/train/recipes/*.yaml)
 MODEL = None  # None: the recipe's model (cpu-demo: the embedded smollm2-135m)
-# Budgets: a 15-minute tour on a 2-core AVX-512 CPU, about 40 minutes on AVX2 only (`make demo`). The full
+# Budgets: a 15-minute tour on a 2-core AVX-512 CPU, 23-38 minutes on AVX2 only (`make demo`). The full
 # CPU proof is `make reproduce-cpu-learn` (the `cpu-learn` recipe at its own budgets: a 60-step warm start, 8 GRPO
 # steps of 4 tasks x 8 episodes, 200 dev and 2 x 200 test tasks); its run folder is shown at the end of this
 # notebook when it exists (PROOF_RUN).

@@ -462,10 +462,10 @@ if run is not None:
 #
 # `BFCL_LIMIT = 30` per side: on that machine, beside a training run (which slows it about 2x), one BFCL
 # task took 7.1 s on vLLM (4 tasks in 28.5 s after a 21 s engine start) and 139 s with transformers
-# (2 tasks, fp32). In the run of this executed copy (a fresh clone's `make demo`, 2-core AMD EPYC with
-# AVX-512 BF16, alone) the 2 x 30 tasks took 260 s, 3.4 s an episode, inside `make demo`'s 30 minutes; on an
-# AVX2-only CPU, where vLLM's CPU engine samples in float32 on a slow path, they took about 32 minutes
-# (docs/benchmarks.md).
+# (2 tasks, fp32). In the run of this executed copy (`mcp-rl notebooks run --only 04 05`, a 2-core AMD EPYC
+# with AVX2 only, alone), where vLLM's CPU engine samples in float32 on a slow path, the 2 x 30 tasks took
+# 1,318 s, about 22 s an episode; on a 2-core AMD EPYC with AVX-512 BF16 (a fresh clone's `make demo`,
+# alone) they took 260 s, 3.4 s an episode (docs/benchmarks.md).
 
 # %%
 bfcl_sides, bfcl_model = None, None
