@@ -69,6 +69,9 @@ lint: setup
 bench: setup
 	$(BIN)/python -m bench.run_all
 
+# Protocol v3's frozen choices, shared by reproduce-cpu (a fresh root) and reproduce-claim-v3 (the committed one).
+PROTOCOL_V3 := --recipe cpu-learn-rft3 --sft-lengths 120 --test-seeds 7101,7102
+
 # Issue 49's claim end to end on this machine, as the current protocol (v3, docs/cpu-proof/README.md) makes
 # it, from nothing: the 120-step warm start (trained, evaluated on the dev set, frozen), then for GRPO seeds
 # 0, 1 and 2 two RFT rounds and GRPO's 8 steps on lookups and writes, then the warm start and every seed's
@@ -78,8 +81,7 @@ bench: setup
 # --status` says where it stands). Hours, from protocol v3's stage times (docs/cpu-proof/README.md): about 8
 # on a 2-core AVX-512 CPU, about 18 on an AVX2-only one (its evaluations there run about four times slower).
 reproduce-cpu: setup
-	$(BIN)/python -m bench.reproduce_claim runs/reproduce-cpu --recipe cpu-learn-rft3 --sft-lengths 120 \
-	    --test-seeds 7101,7102 --out runs/reproduce-cpu/claim.json
+	$(BIN)/python -m bench.reproduce_claim runs/reproduce-cpu $(PROTOCOL_V3) --out runs/reproduce-cpu/claim.json
 
 # One run of the shipped cpu-learn recipe (data/adapters/cpu-learn): warm start, GRPO, the dev-set curve,
 # the four test sets; notebook 04 shows its run folder (runs/cpu-learn) when it exists.
@@ -110,8 +112,7 @@ keep-claim-v2: setup
 # and 7102; docs/cpu-proof/claim-v3.json. Resumable; after stopping it part-way, `make keep-claim-v3`.
 CLAIM_V3 := $(BIN)/python -m bench.reproduce_claim runs/claim-v3 --keep docs/cpu-proof/claim-v3/kept
 reproduce-claim-v3: setup
-	$(CLAIM_V3) --recipe cpu-learn-rft3 --sft-lengths 120 --test-seeds 7101,7102 \
-	    --reuse-rounds docs/cpu-proof/claim-v2/kept --out docs/cpu-proof/claim-v3.json
+	$(CLAIM_V3) $(PROTOCOL_V3) --reuse-rounds docs/cpu-proof/claim-v2/kept --out docs/cpu-proof/claim-v3.json
 
 keep-claim-v3: setup
 	$(CLAIM_V3) --keep-now

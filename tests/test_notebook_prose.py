@@ -160,8 +160,8 @@ def summary(stem: str, param: str) -> dict:
     return json.loads((record_dir(stem, param) / "summary.json").read_text())
 
 
-def shipped_record() -> dict:
-    return json.loads((REPO_ROOT / "data" / "adapters" / "cpu-learn" / "record.json").read_text())
+def shipped_record(folder: str = "cpu-learn") -> dict:
+    return json.loads((REPO_ROOT / "data" / "adapters" / folder / "record.json").read_text())
 
 
 def shipped_recipe() -> dict:
@@ -387,7 +387,7 @@ def regraded_tests() -> dict[str, str]:
 
 def shipped_claim_in_template() -> dict[str, str]:
     """The shipped claim's in-template diffs, sampled then greedy, as its record keeps them."""
-    record = json.loads((REPO_ROOT / "data" / "adapters" / "cpu-learn-rft3" / "record.json").read_text())
+    record = shipped_record("cpu-learn-rft3")
     group = record["claim"]["in_template"]
     return {
         **{f"s_{k}": v for k, v in interval(group["sampled"]).items()},
